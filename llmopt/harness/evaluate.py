@@ -1,0 +1,142 @@
+"""The compile-and-measure harness for pass lists: cached, crash-isolated, with timeouts.
+
+    harness = Harness()
+    result = harness.evaluate(ir, ["default<Oz>"])          # EvalResult(ok=True, instcount=14, ...)
+    results = harness.evaluate_many(ir, [["sroa"], ["licm", "gvn"]])
+
+Every caller (datagen's autotuner, predict, eval, training's validation) measures through this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llmopt.harness.cache import ResultCache, make_key
+from llmopt.harness.pool import TaskOutcome, WorkerPool
+from llmopt.llvm.ir import ir_hash
+from llmopt.llvm.passes import OZ, UnknownPassError, build_pipeline
+from llmopt.llvm.toolchain import find_toolchain
+
+_WORKER = "llmopt.harness.llvm_worker:evaluate"
+
+
+@dataclass
+class EvalResult:
+    """One measured pass list. `ok` False means the list is unusable; `error` says why."""
+
+    passes: list[str]
+    ok: bool
+    instcount: int | None = None
+    objsize: int | None = None
+    error: str | None = None
+    ir: str | None = None
+    cached: bool = False
+    crashed: bool = False
+
+
+@dataclass
+class HarnessStats:
+    evaluations: int = 0  # compilations actually run
+    cache_hits: int = 0
+    failures: int = 0
+    crashes: int = field(default=0)
+
+
+class Harness:
+    """Measure pass lists on IR with the in-process libLLVM path inside a worker pool."""
+
+    def __init__(self, workers: int | None = None, timeout: float = 20.0, cache: ResultCache | bool | None = True,
+                 version: int | None = None, batch_size: int = 8):
+        self.version = find_toolchain(version).version
+        self.pool = WorkerPool(_WORKER, workers=workers, timeout=timeout, batch_size=batch_size)
+        if cache is True:
+            cache = ResultCache()
+        self.cache: ResultCache | None = cache or None
+        self.stats = HarnessStats()
+
+    def _key(self, digest: str, pipeline: str, metric: str) -> str:
+        return make_key("passes", self.version, digest, pipeline, metric)
+
+    def evaluate(self, ir: str, passes: list[str], want_ir: bool = False, objsize: bool = False) -> EvalResult:
+        return self.evaluate_many(ir, [passes], want_ir=want_ir, objsize=objsize)[0]
+
+    def oz(self, ir: str, want_ir: bool = False) -> EvalResult:
+        """The -Oz baseline: `default<Oz>` by the same LLVM."""
+        return self.evaluate(ir, [OZ], want_ir=want_ir)
+
+    def evaluate_many(self, ir: str, pass_lists: list[list[str]], want_ir: bool = False,
+                      objsize: bool = False) -> list[EvalResult]:
+        """Measure every pass list on `ir`; results in the same order. Duplicates compile once."""
+        return self.evaluate_tasks([(ir, p) for p in pass_lists], want_ir=want_ir, objsize=objsize)
+
+    def evaluate_tasks(self, tasks: list[tuple[str, list[str]]], want_ir: bool = False,
+                       objsize: bool = False) -> list[EvalResult]:
+        """Measure (ir, passes) pairs that may belong to different inputs (batch evaluation)."""
+        metric = "instcount+ir" if want_ir else "instcount"
+        if objsize:
+            metric += "+objsize"
+        results: list[EvalResult | None] = [None] * len(tasks)
+        keys: list[str | None] = [None] * len(tasks)
+        digests: dict[int, str] = {}
+        pipelines: list[str | None] = [None] * len(tasks)
+        for i, (ir, passes) in enumerate(tasks):
+            try:
+                pipelines[i] = build_pipeline(passes, self.version)
+            except UnknownPassError as err:
+                results[i] = EvalResult(list(passes), False, error=str(err))
+                continue
+            digest = digests.setdefault(id(ir), ir_hash(ir))
+            keys[i] = self._key(digest, pipelines[i], metric)
+        if self.cache is not None:
+            found = self.cache.get_many([k for k in keys if k])
+            for i, key in enumerate(keys):
+                if key in found:
+                    results[i] = self._from_value(tasks[i][1], found[key], cached=True)
+                    self.stats.cache_hits += 1
+        # Compile each distinct (key) once.
+        todo: dict[str, list[int]] = {}
+        for i, key in enumerate(keys):
+            if key and results[i] is None:
+                todo.setdefault(key, []).append(i)
+        order = list(todo)
+        payloads = [{"ir": tasks[todo[k][0]][0], "pipeline": pipelines[todo[k][0]], "version": self.version,
+                     "want_ir": want_ir, "objsize": objsize} for k in order]
+        outcomes = self.pool.run(payloads) if payloads else []
+        fresh: dict[str, dict] = {}
+        for key, outcome in zip(order, outcomes, strict=True):
+            value = self._value_of(outcome)
+            self.stats.evaluations += 1
+            if outcome.crashed:
+                self.stats.crashes += 1
+            else:
+                fresh[key] = value  # crashes and timeouts may be the machine's fault: do not memoize
+            for i in todo[key]:
+                results[i] = self._from_value(tasks[i][1], value, crashed=outcome.crashed)
+        if self.cache is not None and fresh:
+            self.cache.put_many(fresh)
+        for r in results:
+            if r is not None and not r.ok:
+                self.stats.failures += 1
+        return results  # type: ignore[return-value]
+
+    @staticmethod
+    def _value_of(outcome: TaskOutcome) -> dict:
+        if not outcome.ok:
+            return {"error": outcome.error}
+        return outcome.value
+
+    @staticmethod
+    def _from_value(passes: list[str], value: dict, cached: bool = False, crashed: bool = False) -> EvalResult:
+        if "error" in value:
+            return EvalResult(list(passes), False, error=value["error"], cached=cached, crashed=crashed)
+        return EvalResult(list(passes), True, instcount=value["instcount"], objsize=value.get("objsize"),
+                          ir=value.get("ir"), cached=cached)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> Harness:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

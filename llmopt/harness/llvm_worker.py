@@ -1,0 +1,55 @@
+"""What a harness worker process does with one pass-list evaluation (runs inside the pool).
+
+Each worker parses an input once, keeps it (LRU), and clones it for every evaluation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+
+from llmopt.llvm.capi import Context, LLVMError, Module
+
+_MAX_PARSED = 64
+_context: Context | None = None
+_parsed: OrderedDict[str, Module] = OrderedDict()
+
+
+def _module_for(ir: str, version: int | None) -> Module:
+    global _context
+    if _context is None:
+        _context = Context(version)
+    key = hashlib.sha1(ir.encode()).hexdigest()
+    module = _parsed.get(key)
+    if module is None:
+        module = _context.parse(ir)
+        _parsed[key] = module
+        if len(_parsed) > _MAX_PARSED:
+            _parsed.popitem(last=False)[1].dispose()
+    else:
+        _parsed.move_to_end(key)
+    return module
+
+
+def evaluate(task: dict) -> dict:
+    """task: {ir, pipeline, version, want_ir, objsize} -> {instcount, ir?, objsize?} or {error}."""
+    try:
+        module = _module_for(task["ir"], task.get("version"))
+    except LLVMError as err:
+        return {"error": f"invalid IR: {err}"}
+    work = module.clone()
+    try:
+        work.run_passes(task["pipeline"])
+        broken = work.verify()
+        if broken:
+            return {"error": f"pipeline produced invalid IR: {broken.splitlines()[0]}"}
+        result: dict = {"instcount": work.instcount()}
+        if task.get("want_ir"):
+            result["ir"] = work.to_string()
+        if task.get("objsize"):
+            result["objsize"] = work.objsize()
+        return result
+    except LLVMError as err:
+        return {"error": str(err)}
+    finally:
+        work.dispose()

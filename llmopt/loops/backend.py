@@ -1,0 +1,159 @@
+"""Compile-and-measure backend for scheduled nests (our stand-in for LoopNest).
+
+`Backend.gflops(nest)` generates C (codegen), compiles it with clang into a shared object kept
+in a cache directory, checks the result against numpy and times it inside the compiled code in
+a crash-isolated worker.  Measurements are memoized in `ResultCache` under a hash of the
+schedule, the code generator version and the machine, so a repeated question never compiles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from llmopt.harness.cache import DEFAULT_CACHE_DIR, ResultCache, make_key
+from llmopt.llvm.toolchain import find_toolchain
+from llmopt.loops.codegen import CODEGEN_VERSION, PEAK_SOURCE, Target, generate
+from llmopt.loops.nest import Nest
+from llmopt.loops.worker import KernelWorker
+
+# No clang vectorizers: like LoopNest, only the innermost loop of the schedule is vector code.
+COMPILE_FLAGS = ["-O3", "-march=native", "-fno-vectorize", "-fno-slp-vectorize", "-ffp-contract=fast",
+                 "-shared", "-fPIC", "-w"]
+
+
+def cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def host_target() -> Target:
+    """8 float lanes with AVX, 4 otherwise; AVX-512 machines have 32 vector registers."""
+    flags = cpu_flags()
+    lanes = 8 if "avx" in flags else 4
+    return Target(lanes=lanes, acc_budget=24 if "avx512f" in flags else 12)
+
+
+def machine_id() -> str:
+    """Short hash of what a timing depends on: CPU model and flags, compiler, flags."""
+    model = ""
+    try:
+        model = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in ln), "")
+    except OSError:
+        pass
+    blob = "|".join([model, " ".join(sorted(cpu_flags())), find_toolchain().clang, " ".join(COMPILE_FLAGS)])
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class CompileError(RuntimeError):
+    """clang rejected generated code (a bug in codegen: the message holds clang's first lines)."""
+
+
+class Backend:
+    """GFLOPS of scheduled nests; thread-safe; one measuring worker so timings never overlap."""
+
+    def __init__(self, cache: ResultCache | None = None, cache_dir: str | os.PathLike | None = None,
+                 target: Target | None = None, min_seconds: float = 0.01, timeout: float = 30.0,
+                 compile_threads: int = 2):
+        self.cache = cache if cache is not None else ResultCache(DEFAULT_CACHE_DIR / "loops.sqlite")
+        self.cache_dir = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR / "loops_so"
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.target = target or host_target()
+        self.min_seconds = min_seconds
+        self.worker = KernelWorker(timeout=timeout)
+        self._clang = find_toolchain().clang
+        self._machine = machine_id()
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(compile_threads)
+        self.compiles = 0  # how many times clang ran (tests check that cache hits avoid it)
+        self.measurements = 0
+        self._peak: float | None = None
+
+    def key(self, nest: Nest) -> str:
+        return make_key("loops", CODEGEN_VERSION, self._machine, self.target.lanes, self.target.acc_budget,
+                        self.min_seconds, nest.schedule_key())
+
+    def compile(self, source: str, stem: str) -> Path:
+        """Shared object for `source` at cache_dir/stem.so (reused when it exists)."""
+        so = self.cache_dir / f"{stem}.so"
+        if so.exists():
+            return so
+        with tempfile.TemporaryDirectory() as tmp:
+            c_file, tmp_so = Path(tmp) / "k.c", Path(tmp) / "k.so"
+            c_file.write_text(source)
+            proc = subprocess.run([self._clang, *COMPILE_FLAGS, str(c_file), "-o", str(tmp_so)],
+                                  capture_output=True, text=True, timeout=120)
+            self.compiles += 1
+            if proc.returncode != 0:
+                raise CompileError("clang failed: " + "\n".join(proc.stderr.splitlines()[:5]))
+            os.replace(tmp_so, so)  # atomic: a concurrent reader never sees half a file
+        return so
+
+    def measure(self, nest: Nest) -> dict:
+        """{"ok", "gflops", "seconds"} or {"ok": False, "error"}; cached."""
+        return self.measure_many([nest])[0]
+
+    def measure_many(self, nests: list[Nest]) -> list[dict]:
+        """Measure several nests: cache first, compile the misses in parallel, time them one by one."""
+        keys = [self.key(n) for n in nests]
+        found = self.cache.get_many(list(dict.fromkeys(keys)))
+        todo = {k: n for k, n in zip(keys, nests, strict=True) if k not in found}
+        if todo:
+            futures = {k: self._pool.submit(self._compile_nest, n, k) for k, n in todo.items()}
+            fresh = {}
+            for k, fut in futures.items():
+                try:
+                    so = fut.result()
+                except (CompileError, subprocess.TimeoutExpired) as err:
+                    fresh[k] = {"ok": False, "error": str(err)}
+                    continue
+                with self._lock:
+                    fresh[k] = self.worker.measure(str(so), todo[k].op, True, self.min_seconds)
+                    self.measurements += 1
+            self.cache.put_many(fresh)
+            found.update(fresh)
+        return [found[k] for k in keys]
+
+    def _compile_nest(self, nest: Nest, key: str) -> Path:
+        return self.compile(generate(nest, self.target), key[:32])
+
+    def gflops(self, nest: Nest) -> float:
+        """GFLOPS of `nest`, 0.0 when its kernel failed (wrong result, crash, timeout)."""
+        res = self.measure(nest)
+        return float(res["gflops"]) if res.get("ok") else 0.0
+
+    def gflops_many(self, nests: list[Nest]) -> list[float]:
+        return [float(r["gflops"]) if r.get("ok") else 0.0 for r in self.measure_many(nests)]
+
+    def peak_gflops(self, iters: int = 20_000_000) -> float:
+        """Single-core peak from a register-only FMA kernel (cached per machine)."""
+        if self._peak is not None:
+            return self._peak
+        key = make_key("loops-peak", self._machine, self.target.lanes)
+        hit = self.cache.get(key)
+        if hit is None:
+            acc = 12 if self.target.acc_budget <= 12 else 24
+            src = f"#define LANES {self.target.lanes}\n#define ACC {acc}\n" + PEAK_SOURCE
+            so = self.compile(src, f"peak_{key[:16]}")
+            with self._lock:
+                hit = self.worker.call("peak", str(so), iters)
+            if not hit.get("ok"):
+                raise RuntimeError(f"peak kernel failed: {hit.get('error')}")
+            self.cache.put(key, hit)
+        self._peak = float(hit["gflops"])
+        return self._peak
+
+    def close(self) -> None:
+        self.worker.close()
+        self._pool.shutdown(wait=False)
