@@ -7,8 +7,12 @@ timeout), kills it by pid and starts a fresh one for the next request.
 from __future__ import annotations
 
 import ctypes
-import multiprocessing as mp
 import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,57 +68,77 @@ def _peak(so_path: str, iters: int) -> dict[str, Any]:
     return {"ok": True, "gflops": lib.peak(iters, 0.5)}
 
 
-def _serve(conn) -> None:
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+def _send(stream, obj: Any) -> None:
+    blob = pickle.dumps(obj)
+    stream.write(struct.pack("<Q", len(blob)) + blob)
+    stream.flush()
+
+
+def _recv(stream) -> Any:
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError
+    return pickle.loads(stream.read(struct.unpack("<Q", head)[0]))
+
+
+def _serve() -> None:
+    """Worker main loop: requests on stdin, results on stdout (length-prefixed pickles)."""
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # stray prints must not corrupt the protocol
     while True:
         try:
-            kind, args = conn.recv()
+            kind, args = _recv(inp)
         except EOFError:
             return
         try:
             result = _check_and_time(*args) if kind == "measure" else _peak(*args)
         except Exception as err:  # noqa: BLE001 - reported to the caller, the worker lives on
             result = {"ok": False, "error": f"{type(err).__name__}: {err}"}
-        conn.send(result)
+        _send(out, result)
 
 
 @dataclass
 class KernelWorker:
-    """One measuring process; `call` returns {"ok": False, "error": ...} on crash or timeout."""
+    """One measuring process; `call` returns {"ok": False, "error": ...} on crash or timeout.
+
+    A plain subprocess (not multiprocessing) so it also works inside daemonic processes such
+    as SubprocVecEnv's env workers.
+    """
 
     timeout: float = 30.0
     _proc: Any = None
-    _conn: Any = None
 
     def _start(self) -> None:
-        ctx = mp.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child,), daemon=True)
-        self._proc.start()
-        child.close()
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+        self._proc = subprocess.Popen([sys.executable, "-m", "llmopt.loops.worker"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, env=env)
 
     def call(self, kind: str, *args: Any) -> dict[str, Any]:
-        if self._proc is None or not self._proc.is_alive():
+        if self._proc is None or self._proc.poll() is not None:
             self._start()
         try:
-            self._conn.send((kind, args))
-            if not self._conn.poll(self.timeout):
+            _send(self._proc.stdin, (kind, args))
+            ready, _, _ = select.select([self._proc.stdout], [], [], self.timeout)
+            if not ready:
                 self.close()
                 return {"ok": False, "error": f"timeout after {self.timeout:.0f} s"}
-            return self._conn.recv()
-        except (EOFError, BrokenPipeError, ConnectionResetError):
-            code = self._proc.exitcode if self._proc is not None else None
+            return _recv(self._proc.stdout)
+        except (EOFError, BrokenPipeError, ConnectionResetError, pickle.UnpicklingError):
             self.close()
-            return {"ok": False, "error": f"kernel crashed (exit code {code})"}
+            return {"ok": False, "error": "kernel crashed the worker"}
 
     def measure(self, so_path: str, op: Contraction, check: bool = True, min_seconds: float = 0.01) -> dict:
         return self.call("measure", so_path, op, check, min_seconds)
 
     def close(self) -> None:
         if self._proc is not None:
-            if self._proc.is_alive():
+            if self._proc.poll() is None:
                 self._proc.kill()  # only the process this worker started
-            self._proc.join(timeout=5)
-        if self._conn is not None:
-            self._conn.close()
-        self._proc = self._conn = None
+            self._proc.wait(timeout=5)
+            for stream in (self._proc.stdin, self._proc.stdout):
+                stream.close()
+        self._proc = None
+
+
+if __name__ == "__main__":
+    _serve()
