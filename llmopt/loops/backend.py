@@ -75,10 +75,14 @@ class Backend:
         self._clang = find_toolchain().clang
         self._machine = machine_id()
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(compile_threads)
+        self._threads = compile_threads
+        self._pool: ThreadPoolExecutor | None = None
         self.compiles = 0  # how many times clang ran (tests check that cache hits avoid it)
         self.measurements = 0
         self._peak: float | None = None
+
+    def __deepcopy__(self, memo) -> Backend:
+        return self  # a shared service (worker process, cache): copies of an env share it
 
     def key(self, nest: Nest) -> str:
         return make_key("loops", CODEGEN_VERSION, self._machine, self.target.lanes, self.target.acc_budget,
@@ -110,6 +114,8 @@ class Backend:
         found = self.cache.get_many(list(dict.fromkeys(keys)))
         todo = {k: n for k, n in zip(keys, nests, strict=True) if k not in found}
         if todo:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._threads)
             futures = {k: self._pool.submit(self._compile_nest, n, k) for k, n in todo.items()}
             fresh = {}
             for k, fut in futures.items():
@@ -155,5 +161,22 @@ class Backend:
         return self._peak
 
     def close(self) -> None:
+        """Stop the worker and compile threads; the backend restarts them if used again."""
         self.worker.close()
-        self._pool.shutdown(wait=False)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+
+def numpy_gflops(backend: Backend, nest: Nest, min_seconds: float = 0.05) -> float:
+    """numpy's single-thread GFLOPS on `nest`'s contraction, measured in the backend's worker
+    (which runs with OPENBLAS_NUM_THREADS=1 and threadpoolctl limits); cached per machine."""
+    key = make_key("loops-numpy", backend._machine, nest.op.name)
+    hit = backend.cache.get(key)
+    if hit is None:
+        with backend._lock:
+            hit = backend.worker.call("numpy", nest.op, min_seconds)
+        if not hit.get("ok"):
+            raise RuntimeError(f"numpy measurement failed: {hit.get('error')}")
+        backend.cache.put(key, hit)
+    return float(hit["gflops"])

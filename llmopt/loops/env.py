@@ -32,6 +32,7 @@ class LoopTuneEnv(gym.Env):
                  episode_length: int = EPISODE_LENGTH, render_mode: str | None = None):
         self.shapes = list(shapes) if shapes else [(64, 64, 64)]
         self._backend = backend
+        self._owns_backend = backend is None
         self.episode_length = episode_length
         self.render_mode = render_mode
         self.observation_space = gym.spaces.Box(0.0, 1.0, (MAX_LOOPS * N_FEATURES,), np.float32)
@@ -78,5 +79,5 @@ class LoopTuneEnv(gym.Env):
         return f"{self.nest.describe()}  cursor={self.nest.cursor}  {self.gflops:.2f} GFLOPS"
 
     def close(self):
-        if self._backend is not None:
+        if self._owns_backend and self._backend is not None:
             self._backend.close()

@@ -6,6 +6,7 @@ timeout), kills it by pid and starts a fresh one for the next request.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import pickle
@@ -13,6 +14,7 @@ import select
 import struct
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +70,26 @@ def _peak(so_path: str, iters: int) -> dict[str, Any]:
     return {"ok": True, "gflops": lib.peak(iters, 0.5)}
 
 
+def _numpy_gflops(op: Contraction, min_seconds: float) -> dict[str, Any]:
+    """Single-thread numpy (BLAS) on the same contraction: fastest of repeated einsum/matmul calls."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # OPENBLAS_NUM_THREADS=1 in the worker's environment does the same
+        threadpool_limits = None
+    a, b = random_inputs(op)
+    fn = (lambda: a @ b) if op.name.startswith(("mm_", "bmm_")) else (lambda: reference(op, [a, b]))
+    limits = threadpool_limits(1) if threadpool_limits else contextlib.nullcontext()
+    with limits:
+        for _ in range(3):
+            fn()
+        best, start = float("inf"), time.perf_counter()
+        while time.perf_counter() - start < min_seconds or best == float("inf"):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+    return {"ok": True, "seconds": best, "gflops": op.flops / best * 1e-9}
+
+
 def _send(stream, obj: Any) -> None:
     blob = pickle.dumps(obj)
     stream.write(struct.pack("<Q", len(blob)) + blob)
@@ -91,7 +113,8 @@ def _serve() -> None:
         except EOFError:
             return
         try:
-            result = _check_and_time(*args) if kind == "measure" else _peak(*args)
+            handler = {"measure": _check_and_time, "peak": _peak, "numpy": _numpy_gflops}[kind]
+            result = handler(*args)
         except Exception as err:  # noqa: BLE001 - reported to the caller, the worker lives on
             result = {"ok": False, "error": f"{type(err).__name__}: {err}"}
         _send(out, result)

@@ -1,0 +1,45 @@
+"""Cache hits avoid recompiling; a crashing kernel does not take the caller down."""
+
+from llmopt.harness.cache import ResultCache
+from llmopt.loops.actions import apply
+from llmopt.loops.backend import Backend
+from llmopt.loops.nest import Nest, matmul
+from llmopt.loops.worker import KernelWorker
+
+
+def test_cache_hits_avoid_recompiling(tmp_path):
+    cache = ResultCache(tmp_path / "c.sqlite")
+    b = Backend(cache, tmp_path / "so", min_seconds=0.0)
+    nest = Nest.untiled(matmul(16, 16, 16))
+    first = b.measure(nest)
+    assert first["ok"] and b.compiles == 1 and b.measurements == 1
+    assert b.measure(nest) == first
+    assert b.measure(apply(nest, "down")) == first  # a cursor move is the same schedule
+    assert b.compiles == 1 and b.measurements == 1
+    b.close()
+    again = Backend(ResultCache(tmp_path / "c.sqlite"), tmp_path / "so", min_seconds=0.0)
+    assert again.measure(nest) == first and again.compiles == 0
+    again.close()
+
+
+def test_crashing_kernel_is_isolated(tmp_path):
+    b = Backend(ResultCache(tmp_path / "c.sqlite"), tmp_path / "so", min_seconds=0.0)
+    src = "void kernel(float* a, float* b, float* c) { *(volatile int*)0 = 1; }\n" \
+          "double bench(float* a, float* b, float* c, double s, int r) { return 1.0; }\n"
+    so = b.compile(src, "crash")
+    res = b.worker.measure(str(so), matmul(4, 4, 4))
+    assert not res["ok"] and "crash" in res["error"]
+    assert b.measure(Nest.untiled(matmul(8, 8, 8)))["ok"]  # a fresh worker took over
+    b.close()
+
+
+def test_hanging_kernel_times_out(tmp_path):
+    b = Backend(ResultCache(tmp_path / "c.sqlite"), tmp_path / "so", min_seconds=0.0)
+    src = "void kernel(float* a, float* b, float* c) { volatile int x = 1; while (x) {} }\n" \
+          "double bench(float* a, float* b, float* c, double s, int r) { return 1.0; }\n"
+    so = b.compile(src, "hang")
+    worker = KernelWorker(timeout=2.0)
+    res = worker.measure(str(so), matmul(4, 4, 4))
+    assert not res["ok"] and "timeout" in res["error"]
+    worker.close()
+    b.close()

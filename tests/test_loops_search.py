@@ -1,0 +1,25 @@
+"""Every search returns a measured state no worse than the start, within its time limit."""
+
+import pytest
+
+from llmopt.harness.cache import ResultCache
+from llmopt.loops.backend import Backend
+from llmopt.loops.nest import Nest, matmul, validate
+from llmopt.loops.search import SEARCHES
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("search")
+    b = Backend(ResultCache(tmp / "c.sqlite"), tmp / "so", min_seconds=0.0)
+    yield b
+    b.close()
+
+
+@pytest.mark.parametrize("name", sorted(SEARCHES))
+def test_search(backend, name):
+    start = Nest.untiled(matmul(32, 32, 16))
+    res = SEARCHES[name](start, backend, 1.5)
+    validate(res.nest)
+    assert res.gflops >= backend.gflops(start) and res.evaluations >= 1
+    assert res.seconds < 1.5 + 5.0  # one measurement batch may overrun the limit
