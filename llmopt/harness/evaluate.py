@@ -51,7 +51,8 @@ class Harness:
         self.pool = WorkerPool(_WORKER, workers=workers, timeout=timeout, batch_size=batch_size)
         if cache is True:
             cache = ResultCache()
-        self.cache: ResultCache | None = cache or None
+        # (not `cache or None`: an empty ResultCache has len 0 and would read as False)
+        self.cache: ResultCache | None = cache if isinstance(cache, ResultCache) else None
         self.stats = HarnessStats()
 
     def _key(self, digest: str, pipeline: str, metric: str) -> str:

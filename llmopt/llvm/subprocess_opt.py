@@ -49,6 +49,7 @@ def count_instructions_text(ir: str) -> dict[str, int]:
     """
     counts: dict[str, int] = {}
     current = None
+    in_table = False
     for raw in ir.splitlines():
         line = raw.split(";", 1)[0].strip() if '"' not in raw else raw.strip()
         if current is None:
@@ -58,10 +59,13 @@ def count_instructions_text(ir: str) -> dict[str, int]:
                 current = name[1:-1] if name.startswith('"') else name
                 counts[current] = 0
             continue
-        if line == "}":
+        if in_table:  # the case list of a multi-line `switch ... [` ends at `]`
+            in_table = not line.endswith("]")
+        elif line == "}":
             current = None
         elif line and not line.startswith((";", "#dbg_")) and not re.match(r"^[\w.\-\"]+:", line):
             counts[current] += 1
+            in_table = line.endswith("[")
     return counts
 
 

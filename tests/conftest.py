@@ -1,0 +1,44 @@
+"""Shared fixtures: a small corpus of real functions (csmith + hand-written C) compiled by clang."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from llmopt.llvm.ir import normalize_ir, split_functions
+from llmopt.llvm.toolchain import find_toolchain
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def compile_c(source: Path, out: Path, extra: list[str] | None = None) -> str:
+    """The DESIGN.md baseline input: clang -Oz without LLVM passes."""
+    clang = find_toolchain().clang
+    cmd = [clang, "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w", "-o", str(out), str(source)]
+    subprocess.run(cmd + (extra or []), check=True, capture_output=True)
+    return out.read_text()
+
+
+@pytest.fixture(scope="session")
+def example_ir() -> str:
+    return (EXAMPLES / "example.ll").read_text()
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory) -> list[str]:
+    """~40 normalized single-function modules: the example file plus csmith programs."""
+    tmp = tmp_path_factory.mktemp("corpus")
+    modules = [normalize_ir(m) for _, m in split_functions((EXAMPLES / "example.ll").read_text())]
+    if shutil.which("csmith"):
+        for seed in (1, 2):
+            src = tmp / f"csmith{seed}.c"
+            src.write_text(subprocess.run(["csmith", "--seed", str(seed), "--max-funcs", "4", "--no-arrays"],
+                                          capture_output=True, text=True, check=True).stdout)
+            ir = compile_c(src, tmp / f"csmith{seed}.ll", ["-I/usr/include/csmith"])
+            for name, module in split_functions(ir):
+                if name.startswith("func_") or name == "main":
+                    modules.append(normalize_ir(module))
+    return modules
