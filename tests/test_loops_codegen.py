@@ -6,7 +6,7 @@ import pytest
 from llmopt.harness.cache import ResultCache
 from llmopt.loops.actions import ACTIONS, apply, is_available
 from llmopt.loops.backend import Backend
-from llmopt.loops.codegen import generate, register_scope
+from llmopt.loops.codegen import Target, generate, register_scope
 from llmopt.loops.nest import Nest, batched_matmul, conv2d, matmul, validate
 
 
@@ -46,8 +46,11 @@ def test_hand_tiled_matmul_with_tails(backend):
     for a in seq:
         nest = apply(nest, a)
     assert nest.describe() == "m:9r1 n:3r5 k:19 m:4 n:16 | m:37 n:53"
-    assert register_scope(nest, backend.target) == 2  # the k loop holds the 4 x 16 tile
-    assert "acc7" in generate(nest, backend.target)  # 4 rows x 2 vectors of 8
+    avx2 = Target(lanes=8, acc_budget=12)
+    assert register_scope(nest, avx2) == 2  # the k loop holds the 4 x 16 tile
+    src = generate(nest, avx2)
+    assert "acc7 " in src and "acc8 " not in src  # 4 rows x 2 vectors of 8 lanes
+    assert register_scope(nest, Target(lanes=8, acc_budget=4)) == 4  # 4 x 16 is too big: only n:16
     assert backend.measure(nest)["ok"]
 
 

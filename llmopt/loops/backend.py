@@ -39,10 +39,16 @@ def cpu_flags() -> set[str]:
 
 
 def host_target() -> Target:
-    """8 float lanes with AVX, 4 otherwise; AVX-512 machines have 32 vector registers."""
+    """16 float lanes and 32 registers with AVX-512, 8 lanes with AVX, 4 otherwise (16 registers)."""
     flags = cpu_flags()
-    lanes = 8 if "avx" in flags else 4
-    return Target(lanes=lanes, acc_budget=24 if "avx512f" in flags else 12)
+    if "avx512f" in flags:
+        return Target(lanes=16, acc_budget=24)
+    return Target(lanes=8 if "avx" in flags else 4, acc_budget=12)
+
+
+def compile_flags() -> list[str]:
+    # clang splits 512-bit vector types into two 256-bit halves unless told otherwise.
+    return COMPILE_FLAGS + (["-mprefer-vector-width=512"] if "avx512f" in cpu_flags() else [])
 
 
 def machine_id() -> str:
@@ -52,7 +58,7 @@ def machine_id() -> str:
         model = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in ln), "")
     except OSError:
         pass
-    blob = "|".join([model, " ".join(sorted(cpu_flags())), find_toolchain().clang, " ".join(COMPILE_FLAGS)])
+    blob = "|".join([model, " ".join(sorted(cpu_flags())), find_toolchain().clang, " ".join(compile_flags())])
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -65,16 +71,17 @@ class Backend:
 
     def __init__(self, cache: ResultCache | None = None, cache_dir: str | os.PathLike | None = None,
                  target: Target | None = None, min_seconds: float = 0.01, timeout: float = 30.0,
-                 compile_threads: int = 2):
+                 compile_threads: int = 2, worker: KernelWorker | None = None):
         self.cache = cache if cache is not None else ResultCache(DEFAULT_CACHE_DIR / "loops.sqlite")
         self.cache_dir = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR / "loops_so"
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.target = target or host_target()
         self.min_seconds = min_seconds
-        self.worker = KernelWorker(timeout=timeout)
+        self._owns_worker = worker is None
+        self.worker = worker if worker is not None else KernelWorker(timeout=timeout)
         self._clang = find_toolchain().clang
         self._machine = machine_id()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one measurement at a time per backend
         self._threads = compile_threads
         self._pool: ThreadPoolExecutor | None = None
         self.compiles = 0  # how many times clang ran (tests check that cache hits avoid it)
@@ -96,7 +103,7 @@ class Backend:
         with tempfile.TemporaryDirectory() as tmp:
             c_file, tmp_so = Path(tmp) / "k.c", Path(tmp) / "k.so"
             c_file.write_text(source)
-            proc = subprocess.run([self._clang, *COMPILE_FLAGS, str(c_file), "-o", str(tmp_so)],
+            proc = subprocess.run([self._clang, *compile_flags(), str(c_file), "-o", str(tmp_so)],
                                   capture_output=True, text=True, timeout=120)
             self.compiles += 1
             if proc.returncode != 0:
@@ -162,7 +169,8 @@ class Backend:
 
     def close(self) -> None:
         """Stop the worker and compile threads; the backend restarts them if used again."""
-        self.worker.close()
+        if self._owns_worker:
+            self.worker.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None
