@@ -1,0 +1,116 @@
+"""Training configuration: plain values with defaults, overridden by a JSON / YAML / TOML file.
+
+Every key of `TrainConfig` may appear at the top level of the file; `lora` is a nested table.
+Unknown keys are an error (a typo should not silently train the wrong thing).  Relative paths
+are resolved against the current directory, so configs work from the repository root.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class LoraConfig:
+    enabled: bool = False
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    # Trained in full when new tokens had to be added to a foreign checkpoint's vocabulary.
+    modules_to_save: list[str] = field(default_factory=lambda: ["embed_tokens", "lm_head"])
+
+
+@dataclass
+class TrainConfig:
+    # data and output
+    data_dir: str = "data"
+    out_dir: str = "runs/tiny"
+    max_train_examples: int | None = None
+    with_ir: bool = True                  # False: answer without optimized IR (thesis Fig. 4.18 ablation)
+    # tokenizer: an existing llmopt tokenizer/model dir, or None to train one into out_dir/tokenizer
+    tokenizer: str | None = None
+    tokenizer_vocab_size: int = 4096
+    # model: a preset trained from scratch, or init_from an HF causal-LM checkpoint (full or LoRA fine-tune)
+    model_preset: str = "tiny"
+    model_overrides: dict[str, Any] = field(default_factory=dict)  # LlamaConfig values replacing the preset's
+    context_length: int = 1024
+    init_from: str | None = None
+    lora: LoraConfig = field(default_factory=LoraConfig)
+    # optimisation (thesis §4.3.3: AdamW 0.9/0.95, cosine, warm-up, final LR = peak/10)
+    batch_size: int = 8
+    grad_accum: int = 1
+    max_steps: int = 2000
+    lr: float = 1e-3
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 100
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0
+    mixed_precision: str = "no"           # accelerate: "no", "fp16", "bf16"
+    seed: int = 0
+    # logging, checkpoints, validation
+    log_interval: int = 10
+    checkpoint_interval: int = 100
+    eval_interval: int = 250
+    val_functions: int = 32               # held-out functions decoded greedily per validation
+    val_batch_size: int = 8
+    val_max_new_tokens: int = 768
+    val_generate_ir: bool = True          # False: stop after the counts (much faster)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    text = path.read_text()
+    if path.suffix == ".json":
+        return json.loads(text)
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        return yaml.safe_load(text) or {}
+    if path.suffix == ".toml":
+        import tomllib
+
+        return tomllib.loads(text)
+    raise ValueError(f"{path}: unknown config format (use .json, .yaml or .toml)")
+
+
+def config_from_dict(values: dict[str, Any]) -> TrainConfig:
+    values = dict(values)
+    values.pop("_comment", None)
+    known = {f.name for f in fields(TrainConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown config key(s): {', '.join(unknown)} (see training/config.py)")
+    lora = values.pop("lora", None) or {}
+    lora_known = {f.name for f in fields(LoraConfig)}
+    if set(lora) - lora_known:
+        raise ValueError(f"unknown lora key(s): {', '.join(sorted(set(lora) - lora_known))}")
+    return TrainConfig(**values, lora=LoraConfig(**lora))
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """The config in `path` (JSON/YAML/TOML) with `overrides` (e.g. from `--set key=value`) applied."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"config file {path} not found (examples: training/configs/*.json)")
+    values = _read(path)
+    values.update(overrides or {})
+    return config_from_dict(values)
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`key=value` with value parsed as JSON when it can be (`max_steps=10`, `lora={"enabled": true}`)."""
+    if "=" not in text:
+        raise ValueError(f"--set expects key=value, got {text!r}")
+    key, raw = text.split("=", 1)
+    try:
+        return key.strip(), json.loads(raw)
+    except json.JSONDecodeError:
+        return key.strip(), raw

@@ -1,0 +1,93 @@
+"""Dataset rows -> token ids with answer-only labels -> padded batches, deterministically by step.
+
+Batches are a pure function of (seed, step): resuming at step k sees exactly the batches an
+uninterrupted run would have seen, with no sampler state to checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from llmopt.model import format as fmt
+
+
+def read_split(data_dir: str | Path, split: str) -> list[dict[str, Any]]:
+    """Rows of `data_dir/{split}.parquet` (docs/interfaces.md); [] if the split is absent."""
+    import pyarrow.parquet as pq
+
+    path = Path(data_dir) / f"{split}.parquet"
+    if not path.exists():
+        return []
+    return pq.read_table(path).to_pylist()
+
+
+def encode_rows(rows: list[dict[str, Any]], tokenizer: Any, max_length: int, *, with_ir: bool = True
+                ) -> tuple[list[dict[str, list[int]]], int]:
+    """(examples, number skipped because prompt + answer exceed `max_length`)."""
+    pairs = [fmt.build_example(r, with_ir=with_ir) for r in rows]
+    if not pairs:
+        return [], 0
+    # One batched call each: the Rust tokenizer parallelises it.
+    prompts = tokenizer([p for p, _ in pairs], add_special_tokens=False)["input_ids"]
+    answers = tokenizer([a for _, a in pairs], add_special_tokens=False)["input_ids"]
+    examples, skipped = [], 0
+    for p, a in zip(prompts, answers, strict=True):
+        if len(p) + len(a) > max_length:
+            skipped += 1
+            continue
+        examples.append({"input_ids": p + a, "labels": [-100] * len(p) + a})
+    return examples, skipped
+
+
+def collate(examples: list[dict[str, list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-padded tensors; padding is masked from attention and loss."""
+    width = max(len(e["input_ids"]) for e in examples)
+    ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(examples), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    for i, e in enumerate(examples):
+        n = len(e["input_ids"])
+        ids[i, :n] = torch.tensor(e["input_ids"])
+        labels[i, :n] = torch.tensor(e["labels"])
+        mask[i, :n] = 1
+    return {"input_ids": ids, "labels": labels, "attention_mask": mask}
+
+
+class BatchSchedule:
+    """Micro-batches of example indices per epoch: shuffled, then grouped by length to cut padding.
+
+    Within a chunk of 32 micro-batches, examples are sorted by length and cut into batches whose
+    order is then shuffled, so batches are homogeneous in length but not in content.
+    """
+
+    def __init__(self, lengths: list[int], batch_size: int, seed: int, group: int = 32):
+        if not lengths:
+            raise ValueError("no training examples (is the dataset empty, or every example longer than the context?)")
+        self.lengths = np.asarray(lengths)
+        self.batch_size = min(batch_size, len(lengths))
+        self.seed = seed
+        self.group = group
+        self._epochs: dict[int, list[np.ndarray]] = {}
+        self.per_epoch = len(lengths) // self.batch_size
+
+    def _epoch(self, epoch: int) -> list[np.ndarray]:
+        if epoch not in self._epochs:
+            rng = np.random.default_rng([self.seed, epoch])
+            order = rng.permutation(len(self.lengths))[: self.per_epoch * self.batch_size]
+            batches = []
+            chunk = self.batch_size * self.group
+            for start in range(0, len(order), chunk):
+                part = order[start:start + chunk]
+                part = part[np.argsort(self.lengths[part], kind="stable")]
+                batches += [part[i:i + self.batch_size] for i in range(0, len(part), self.batch_size)]
+            self._epochs = {epoch: [batches[i] for i in rng.permutation(len(batches))]}
+        return self._epochs[epoch]
+
+    def batch(self, index: int) -> np.ndarray:
+        """Example indices of global micro-batch `index`."""
+        epoch, offset = divmod(index, self.per_epoch)
+        return self._epoch(epoch)[offset]

@@ -1,0 +1,327 @@
+"""The training loop, in one file (nanoGPT style): `train(config)`.
+
+    python -m training.cli training/configs/tiny.json          # or: llmopt train training/configs/tiny.json
+
+Layout of `out_dir`:
+    tokenizer/            trained once (or copied), reused on resume
+    checkpoint/           accelerate state (model, optimizer, RNG) + trainer_state.json; replaced atomically
+    train_log.csv         step, tokens, loss, lr, tokens/s      (also tensorboard/)
+    validation_log.csv    validation loss and ValidationCallback metrics every eval_interval steps
+    best/                 the model with the best validation improvement over -Oz
+    model/                the final model (HF from_pretrained + tokenizer + llmopt.json)
+Killing the process and running the same command again resumes from the last checkpoint; batches
+are a function of (seed, step), so the resumed run sees the same data as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import math
+import shutil
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from llmopt.model import format as fmt
+from llmopt.model.tokenizer import ModelMeta, load_tokenizer
+from training import lora as lora_mod
+from training.config import TrainConfig
+from training.data import BatchSchedule, collate, encode_rows, read_split
+from training.presets import llama_config
+from training.validation import MeasureFn, ValidationCallback, harness_measure
+
+VAL_LOSS_EXAMPLES = 64
+VAL_COLUMNS = ["step", "tokens", "val_loss", "improvement_over_oz", "autotuner_improvement", "valid_pass_lists",
+               "counts_present", "instcount_input_mape", "instcount_output_mape", "ir_parses", "ir_exact_match",
+               "ir_bleu"]
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up to `lr`, then cosine decay to `lr * min_lr_ratio` at `max_steps`."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps))
+    min_lr = cfg.lr * cfg.min_lr_ratio
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - min_lr)
+
+
+def _pass_vocabulary(rows: list[dict[str, Any]], llvm_version: int | None) -> list[str]:
+    from llmopt.llvm.passes import vocabulary
+
+    passes = vocabulary(llvm_version)
+    unknown = {p for r in rows for p in r["passes"]} - set(passes)
+    if unknown:
+        raise ValueError(f"dataset uses passes outside the LLVM {llvm_version} vocabulary: {sorted(unknown)[:5]}")
+    return passes
+
+
+def build_tokenizer(cfg: TrainConfig, rows: list[dict[str, Any]], passes: list[str], llvm_version: int | None,
+                    out: Path, source: str | None = None) -> Any:
+    """out/tokenizer: kept on resume, else copied from `source`, else trained on the training IR."""
+    target = out / "tokenizer"
+    if (target / "llmopt.json").exists():
+        return load_tokenizer(target)
+    if source:
+        shutil.copytree(source, target, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "config.json", "generation_config.json",
+                                                      "README.md"))
+        return load_tokenizer(target)
+    from training.tokenizer import train_tokenizer
+
+    texts = (text for r in rows for text in (r["ir"], r["optimized_ir"]))
+    return train_tokenizer(texts, passes, target, vocab_size=cfg.tokenizer_vocab_size, llvm_version=llvm_version)
+
+
+def build_model(cfg: TrainConfig, passes: list[str], tokenizer: Any | None, out: Path) -> tuple[Any, Any]:
+    """(model, tokenizer): a preset from scratch, or `init_from` a checkpoint (optionally LoRA-wrapped)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+
+    if cfg.init_from is None:
+        torch.manual_seed(cfg.seed)
+        config = llama_config(cfg.model_preset, len(tokenizer), tokenizer,
+                              **{"max_position_embeddings": cfg.context_length, **cfg.model_overrides})
+        return LlamaForCausalLM(config), tokenizer
+    model = AutoModelForCausalLM.from_pretrained(cfg.init_from)
+    added = 0
+    if tokenizer is None:  # a foreign checkpoint: its own tokenizer plus llmopt's tokens
+        tokenizer = AutoTokenizer.from_pretrained(cfg.init_from)
+        added = lora_mod.adapt_tokenizer(tokenizer, passes)
+        tokenizer.save_pretrained(str(out / "tokenizer"))
+        ModelMeta(passes=passes).save(out / "tokenizer")
+    if len(tokenizer) != model.get_input_embeddings().weight.shape[0]:
+        model.resize_token_embeddings(len(tokenizer))
+        added = max(added, 1)
+    if cfg.lora.enabled:
+        model = lora_mod.wrap(model, cfg.lora, train_embeddings=added > 0)
+    return model, tokenizer
+
+
+def export_model(model: Any, tokenizer: Any, meta: ModelMeta, directory: Path) -> None:
+    """Save a plain HF model (LoRA merged into a copy) + tokenizer + llmopt.json, atomically."""
+    tmp = directory.with_name(directory.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    if hasattr(model, "merge_and_unload"):
+        model = lora_mod.merge(copy.deepcopy(model))
+    model.save_pretrained(str(tmp))
+    tokenizer.save_pretrained(str(tmp))
+    meta.save(tmp)
+    shutil.rmtree(directory, ignore_errors=True)
+    tmp.rename(directory)
+
+
+@torch.no_grad()
+def validation_loss(model: Any, examples: list[dict[str, list[int]]], pad_id: int, batch_size: int) -> float:
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    total, count = 0.0, 0
+    for start in range(0, len(examples), batch_size):
+        batch = {k: v.to(device) for k, v in collate(examples[start:start + batch_size], pad_id).items()}
+        n = int((batch["labels"][:, 1:] != -100).sum())
+        total += float(model(**batch).loss) * n
+        count += n
+    model.train(was_training)
+    return total / max(count, 1)
+
+
+class _CsvLog:
+    def __init__(self, path: Path, columns: list[str]):
+        self.path, self.columns = path, columns
+        if not path.exists():
+            path.write_text(",".join(columns) + "\n")
+
+    def write(self, values: dict[str, Any]) -> None:
+        with self.path.open("a", newline="") as f:
+            csv.DictWriter(f, self.columns, extrasaction="ignore").writerow(values)
+
+
+def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool = True) -> Path:
+    """Train (or resume) per `cfg`; returns the exported model directory (`out_dir/model`).
+
+    `measure` is the validation's compile-and-measure function (default: the harness).
+    """
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+    from torch.utils.tensorboard import SummaryWriter
+    from tqdm import tqdm
+
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    accelerator = Accelerator(mixed_precision=cfg.mixed_precision)
+    set_seed(cfg.seed)
+    main = accelerator.is_main_process
+
+    # ---- data, tokenizer, model
+    train_rows = read_split(cfg.data_dir, "train")[: cfg.max_train_examples]
+    val_rows = read_split(cfg.data_dir, "validation")
+    if not train_rows:
+        raise FileNotFoundError(f"no training rows in {cfg.data_dir}/train.parquet")
+    llvm_version = train_rows[0].get("llvm_version")
+    passes = _pass_vocabulary(train_rows, llvm_version)
+    source = cfg.tokenizer
+    if source is None and cfg.init_from and (Path(cfg.init_from) / "llmopt.json").exists():
+        source = cfg.init_from  # fine-tuning an llmopt model: keep its tokenizer
+    tokenizer = None  # None: a foreign checkpoint, whose own tokenizer build_model extends
+    if cfg.init_from is None or source or (out / "tokenizer" / "llmopt.json").exists():
+        tokenizer = build_tokenizer(cfg, train_rows, passes, llvm_version, out, source)
+    model, tokenizer = build_model(cfg, passes, tokenizer, out)
+    tokenizer.padding_side = "right"
+    examples, skipped = encode_rows(train_rows, tokenizer, cfg.context_length, with_ir=cfg.with_ir)
+    val_examples, _ = encode_rows(val_rows[:VAL_LOSS_EXAMPLES], tokenizer, cfg.context_length, with_ir=cfg.with_ir)
+    n_params = sum(p.numel() for p in model.parameters())
+    if main:
+        print(f"{len(examples)} training examples ({skipped} longer than {cfg.context_length} tokens skipped), "
+              f"{len(val_rows)} validation; model {n_params / 1e6:.2f}M parameters, vocab {len(tokenizer)}")
+        (out / "train_config.json").write_text(json.dumps(cfg.to_dict(), indent=1) + "\n")
+
+    # ---- optimizer: AdamW, no weight decay on norms and biases
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=False)
+    model, optimizer = accelerator.prepare(model, optimizer)
+
+    # ---- resume
+    state = {"step": 0, "tokens": 0, "best_improvement": None}
+    ckpt = out / "checkpoint"
+    if not (ckpt / "trainer_state.json").exists() and (out / "checkpoint.tmp" / "trainer_state.json").exists():
+        (out / "checkpoint.tmp").rename(ckpt)  # killed between the two renames of a checkpoint save
+    if (ckpt / "trainer_state.json").exists():
+        accelerator.load_state(str(ckpt))
+        state = json.loads((ckpt / "trainer_state.json").read_text())
+        if main:
+            print(f"resuming from step {state['step']} ({state['tokens']} tokens)")
+
+    def save_checkpoint() -> None:
+        tmp = out / "checkpoint.tmp"
+        if main:
+            shutil.rmtree(tmp, ignore_errors=True)
+        accelerator.wait_for_everyone()
+        accelerator.save_state(str(tmp))
+        if main:
+            (tmp / "trainer_state.json").write_text(json.dumps(state))  # written last: marks it complete
+            shutil.rmtree(ckpt, ignore_errors=True)
+            tmp.rename(ckpt)
+        accelerator.wait_for_everyone()
+
+    meta = ModelMeta(passes=passes, llvm_version=llvm_version, with_ir=cfg.with_ir)
+
+    def run_meta(extra: dict[str, Any]) -> ModelMeta:
+        m = copy.deepcopy(meta)
+        m.extra.update({"preset": cfg.model_preset if cfg.init_from is None else None, "init_from": cfg.init_from,
+                        "lora": cfg.lora.enabled, "parameters": n_params, "steps": state["step"],
+                        "training_tokens": state["tokens"], "context_length": cfg.context_length,
+                        "data_dir": str(cfg.data_dir), "train_examples": len(examples), **extra})
+        return m
+
+    # ---- validation
+    if measure is None and val_rows and cfg.val_functions > 0:
+        try:
+            measure = harness_measure()
+        except Exception as err:  # no LLVM here: keep training, report loss only
+            print(f"validation metrics disabled: {err}")
+    callback = None
+    if measure is not None and val_rows and cfg.val_functions > 0:
+        callback = ValidationCallback(val_rows[: cfg.val_functions], measure, passes, cfg.val_max_new_tokens,
+                                      cfg.val_batch_size, cfg.val_generate_ir and cfg.with_ir)
+    writer = SummaryWriter(str(out / "tensorboard"), purge_step=state["step"] or None) if main else None
+    train_log = _CsvLog(out / "train_log.csv", ["step", "epoch", "tokens", "loss", "lr", "tokens_per_s", "elapsed_s"])
+    val_log = _CsvLog(out / "validation_log.csv", VAL_COLUMNS)
+    last_metrics: dict[str, float] = {}
+
+    def validate() -> None:
+        nonlocal last_metrics
+        unwrapped = accelerator.unwrap_model(model)
+        metrics: dict[str, float] = {}
+        if val_examples:
+            metrics["val_loss"] = validation_loss(unwrapped, val_examples, tokenizer.pad_token_id, cfg.batch_size)
+        if callback is not None and main:
+            metrics.update(callback(unwrapped, tokenizer))
+        if main:
+            last_metrics = metrics
+            val_log.write({"step": state["step"], "tokens": state["tokens"], **metrics})
+            for k, v in metrics.items():
+                writer.add_scalar(f"validation/{k}", v, state["step"])
+            print(f"step {state['step']}: " + ", ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
+            best = state["best_improvement"]
+            if "improvement_over_oz" in metrics and (best is None or metrics["improvement_over_oz"] > best):
+                state["best_improvement"] = metrics["improvement_over_oz"]
+                export_model(unwrapped, tokenizer, run_meta({"validation": metrics}), out / "best")
+
+    # ---- the loop
+    schedule = BatchSchedule([len(e["input_ids"]) for e in examples], cfg.batch_size, cfg.seed)
+    world, rank = accelerator.num_processes, accelerator.process_index
+    model.train()
+    bar = tqdm(total=cfg.max_steps, initial=state["step"], disable=not (progress and main), desc="train")
+    t_log, tokens_log, start = time.time(), 0, time.time()
+    while state["step"] < cfg.max_steps:
+        step = state["step"]
+        lr = lr_at(step, cfg)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        loss_sum = 0.0
+        for micro in range(cfg.grad_accum):
+            idx = schedule.batch((step * cfg.grad_accum + micro) * world + rank)
+            batch = {k: v.to(accelerator.device) for k, v in collate([examples[i] for i in idx],
+                                                                      tokenizer.pad_token_id).items()}
+            # Sync gradients across processes only on the last micro-batch.
+            sync = accelerator.no_sync(model) if micro < cfg.grad_accum - 1 else nullcontext()
+            with sync:
+                loss = model(**batch).loss / cfg.grad_accum
+                accelerator.backward(loss)
+            loss_sum += loss.item()
+            n_tokens = int(batch["attention_mask"].sum()) * world
+            state["tokens"] += n_tokens
+            tokens_log += n_tokens
+        if cfg.grad_clip > 0:
+            accelerator.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        state["step"] += 1
+        bar.update(1)
+        if state["step"] % cfg.log_interval == 0 or state["step"] == cfg.max_steps:
+            now = time.time()
+            row = {"step": state["step"], "epoch": round(state["step"] * cfg.grad_accum * world / schedule.per_epoch, 3),
+                   "tokens": state["tokens"], "loss": round(loss_sum, 5), "lr": lr,
+                   "tokens_per_s": round(tokens_log / max(now - t_log, 1e-9), 1), "elapsed_s": round(now - start, 1)}
+            t_log, tokens_log = now, 0
+            if main:
+                train_log.write(row)
+                writer.add_scalar("train/loss", row["loss"], row["step"])
+                writer.add_scalar("train/lr", lr, row["step"])
+                writer.add_scalar("train/tokens_per_s", row["tokens_per_s"], row["step"])
+                bar.set_postfix(loss=f"{loss_sum:.3f}", tok_s=f"{row['tokens_per_s']:.0f}")
+        if cfg.eval_interval > 0 and state["step"] % cfg.eval_interval == 0:
+            validate()
+        if state["step"] % cfg.checkpoint_interval == 0 or state["step"] == cfg.max_steps:
+            save_checkpoint()
+    bar.close()
+    if cfg.eval_interval > 0 and state["step"] % cfg.eval_interval != 0 and not last_metrics:
+        validate()
+    if not last_metrics and (out / "validation_log.csv").exists():
+        last_metrics = _last_row(out / "validation_log.csv")
+    final = out / "model"
+    if main:
+        export_model(accelerator.unwrap_model(model), tokenizer, run_meta({"validation": last_metrics}), final)
+        writer.close()
+    accelerator.wait_for_everyone()
+    return final
+
+
+def _last_row(path: Path) -> dict[str, float]:
+    rows = list(csv.DictReader(path.open()))
+    if not rows:
+        return {}
+    return {k: float(v) for k, v in rows[-1].items() if v not in ("", None) and k not in ("step", "tokens")}
+
+
+def prompt_answer_lengths(cfg: TrainConfig, tokenizer: Any) -> list[int]:
+    """Token lengths of every training example (for choosing `context_length`)."""
+    rows = read_split(cfg.data_dir, "train")
+    return [len(tokenizer("".join(fmt.build_example(r, with_ir=cfg.with_ir)), add_special_tokens=False)["input_ids"])
+            for r in rows]
