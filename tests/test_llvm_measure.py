@@ -13,6 +13,8 @@ def test_counts_match_opt_on_csmith_functions(corpus):
     names = vocabulary()
     rng = random.Random(1)
     lists = [["default<Oz>"], ["default<O3>"], []] + [[rng.choice(names[6:]) for _ in range(5)] for _ in range(12)]
+    # Lists after a meta-pass run on the worker's memoized post-meta module: must equal `opt` too.
+    lists += [["default<Oz>"] + [rng.choice(names[6:]) for _ in range(4)] for _ in range(6)]
     with Harness(workers=2, cache=False) as harness:
         for ir in corpus[:: max(1, len(corpus) // 12)]:
             results = harness.evaluate_many(ir, lists)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from llmopt.harness.cache import ResultCache, make_key
 from llmopt.harness.pool import TaskOutcome, WorkerPool
 from llmopt.llvm.ir import ir_hash
-from llmopt.llvm.passes import OZ, UnknownPassError, build_pipeline
+from llmopt.llvm.passes import META_PASSES, OZ, UnknownPassError, build_pipeline
 from llmopt.llvm.toolchain import find_toolchain
 
 _WORKER = "llmopt.harness.llvm_worker:evaluate"
@@ -100,8 +100,7 @@ class Harness:
             if key and results[i] is None:
                 todo.setdefault(key, []).append(i)
         order = list(todo)
-        payloads = [{"ir": tasks[todo[k][0]][0], "pipeline": pipelines[todo[k][0]], "version": self.version,
-                     "want_ir": want_ir, "objsize": objsize} for k in order]
+        payloads = [self._payload(tasks[todo[k][0]], pipelines[todo[k][0]], want_ir, objsize) for k in order]
         outcomes = self.pool.run(payloads) if payloads else []
         fresh: dict[str, dict] = {}
         for key, outcome in zip(order, outcomes, strict=True):
@@ -119,6 +118,15 @@ class Harness:
             if r is not None and not r.ok:
                 self.stats.failures += 1
         return results  # type: ignore[return-value]
+
+    def _payload(self, task: tuple[str, list[str]], pipeline: str, want_ir: bool, objsize: bool) -> dict:
+        ir, passes = task
+        payload = {"ir": ir, "pipeline": pipeline, "version": self.version, "want_ir": want_ir, "objsize": objsize}
+        if passes and passes[0] in META_PASSES:
+            # Workers memoize the module after the meta-pass: the rest runs on a clone of it.
+            payload["prefix"] = build_pipeline(passes[:1], self.version)
+            payload["rest"] = build_pipeline(passes[1:], self.version) if len(passes) > 1 else ""
+        return payload
 
     @staticmethod
     def _value_of(outcome: TaskOutcome) -> dict:

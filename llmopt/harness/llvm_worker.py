@@ -1,6 +1,8 @@
 """What a harness worker process does with one pass-list evaluation (runs inside the pool).
 
-Each worker parses an input once, keeps it (LRU), and clones it for every evaluation.
+Each worker parses an input once, keeps it (LRU), and clones it for every evaluation.  A pass
+list that starts with a meta-pass (`default<Oz>` in half of the autotuner's lists) runs that
+expensive prefix once per input: the result is kept and cloned like the parsed input.
 """
 
 from __future__ import annotations
@@ -31,15 +33,43 @@ def _module_for(ir: str, version: int | None) -> Module:
     return module
 
 
+def _after_prefix(ir: str, prefix: str, version: int | None) -> Module:
+    key = hashlib.sha1(ir.encode()).hexdigest() + "|" + prefix
+    module = _parsed.get(key)
+    if module is None:
+        module = _module_for(ir, version).clone()
+        try:
+            module.run_passes(prefix)
+        except LLVMError:
+            module.dispose()
+            raise
+        _parsed[key] = module
+        if len(_parsed) > _MAX_PARSED:
+            _parsed.popitem(last=False)[1].dispose()
+    else:
+        _parsed.move_to_end(key)
+    return module
+
+
 def evaluate(task: dict) -> dict:
-    """task: {ir, pipeline, version, want_ir, objsize} -> {instcount, ir?, objsize?} or {error}."""
+    """task: {ir, pipeline, version, want_ir, objsize, prefix?, rest?} -> {instcount, ir?, objsize?} or {error}.
+
+    With `prefix` (a meta-pass pipeline) and `rest` given, runs `rest` on the memoized result of
+    `prefix` -- the same IR as running `pipeline` whole.
+    """
     try:
-        module = _module_for(task["ir"], task.get("version"))
+        if task.get("prefix"):
+            module = _after_prefix(task["ir"], task["prefix"], task.get("version"))
+        else:
+            module = _module_for(task["ir"], task.get("version"))
     except LLVMError as err:
-        return {"error": f"invalid IR: {err}"}
+        message = str(err)
+        return {"error": message if task.get("prefix") and "error:" not in message else f"invalid IR: {err}"}
     work = module.clone()
     try:
-        work.run_passes(task["pipeline"])
+        pipeline = task["rest"] if task.get("prefix") else task["pipeline"]
+        if pipeline:
+            work.run_passes(pipeline)
         broken = work.verify()
         if broken:
             return {"error": f"pipeline produced invalid IR: {broken.splitlines()[0]}"}
