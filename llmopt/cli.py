@@ -75,15 +75,32 @@ def prepare_input(path: str) -> tuple[str, list[str]]:
     return ir, notes
 
 
-def _cmd_count(args: argparse.Namespace) -> int:
-    from llmopt.llvm.capi import Context
+def _count_without_system_llvm(path: str) -> tuple[dict[str, int], str]:
+    """Counting needs no optimizer: with no system LLVM, llvmlite's bundled LLVM counts."""
+    from llmopt.llvm import llvmlite_counts
 
-    ir, notes = prepare_input(args.file)
-    module = Context().parse(ir)
-    per_function = module.instcount_by_function()
+    if not llvmlite_counts.llvmlite_available():
+        raise ToolchainError("no LLVM found: `apt-get install llvm-19` (or `pip install llvmlite` to count only)")
+    try:
+        counts = llvmlite_counts.instcount_by_function(read_ir_file(path))
+    except RuntimeError as err:
+        raise UsageError(f"{path}: malformed LLVM IR: {str(err).strip().splitlines()[0]}") from None
+    return counts, f"llvmlite-{llvmlite_counts.bundled_llvm_version()}"
+
+
+def _cmd_count(args: argparse.Namespace) -> int:
+    notes: list[str] = []
+    try:
+        from llmopt.llvm.capi import Context
+
+        ir, notes = prepare_input(args.file)
+        per_function = Context().parse(ir).instcount_by_function()
+        version: int | str = _version()
+    except ToolchainError:
+        per_function, version = _count_without_system_llvm(args.file)
     total = sum(per_function.values())
     if args.json:
-        print(json.dumps({"functions": per_function, "instcount": total, "llvm_version": _version()}))
+        print(json.dumps({"functions": per_function, "instcount": total, "llvm_version": version}))
     else:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)

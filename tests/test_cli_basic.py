@@ -58,5 +58,12 @@ def test_directory_and_unknown_pass(tmp_path):
 
 
 def test_missing_toolchain_is_one_line():
-    out = run("--llvm-version", "99", "count", EXAMPLE)
+    out = run("--llvm-version", "99", "opt", EXAMPLE, "-p", "sroa")
     assert out.returncode == 2 and "apt-get install llvm-99" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_count_falls_back_to_llvmlite_without_system_llvm():
+    out = run("--llvm-version", "99", "count", EXAMPLE, "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["instcount"] == 151 and str(data["llvm_version"]).startswith("llvmlite-")

@@ -52,3 +52,16 @@ def test_strip_optnone_and_token_estimate(example_ir):
     Context().parse(stripped)
     assert strip_optnone(example_ir) == (example_ir, False)
     assert 0 < estimate_tokens(example_ir) < len(example_ir)
+
+
+def test_llvmlite_cross_check(corpus):
+    """llvmlite's bundled (newer) LLVM counts the same instructions as the system libLLVM."""
+    import pytest
+
+    from llmopt.llvm import llvmlite_counts
+
+    if not llvmlite_counts.llvmlite_available():
+        pytest.skip("llvmlite not installed")
+    ctx = Context()
+    for ir in corpus:
+        assert llvmlite_counts.instcount_by_function(ir) == ctx.parse(ir).instcount_by_function()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import platform
-from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p
+from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_void_p
 
 from llmopt.llvm.toolchain import ToolchainError, find_toolchain
 
@@ -22,7 +22,7 @@ class LLVMError(RuntimeError):
 _TARGETS = {"x86_64": "X86", "amd64": "X86", "aarch64": "AArch64", "arm64": "AArch64"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_library(version: int | None = None) -> ctypes.CDLL:
     toolchain = find_toolchain(version)
     if toolchain.libllvm is None:

@@ -36,7 +36,7 @@ class UnknownPassError(ValueError):
     """A pass name that is not in the vocabulary, or a meta-pass used twice."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def registered_passes(version: int | None = None) -> dict[str, str]:
     """`opt --print-passes` of that LLVM as {pass name: kind} (parameters stripped)."""
     opt = find_toolchain(version).opt
@@ -83,7 +83,7 @@ def _data_file(version: int) -> dict:
     return json.loads((folder / f"passes_llvm{chosen}.json").read_text())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_vocabulary(version: int | None = None) -> Vocabulary:
     """The curated vocabulary for LLVM `version`, filtered to what that `opt` registers."""
     version = version or find_toolchain().version

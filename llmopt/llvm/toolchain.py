@@ -107,7 +107,7 @@ def _find_libllvm(bindir: Path, version: int) -> Path | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def find_toolchain(version: int | None = None) -> Toolchain:
     """The toolchain of LLVM `version` (default: `requested_version()`)."""
     version = version or requested_version()
