@@ -1,0 +1,78 @@
+"""Shard files (atomic, so a killed job never leaves half a shard) and the final parquet DatasetDict."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from data_pipeline.split import SPLITS
+
+# Columns of docs/interfaces.md, in that order.
+COLUMNS = ("source", "license", "llvm_version", "name", "ir", "ir_hash", "n_tokens", "instcount_input",
+           "instcount_oz", "passes", "instcount_best", "optimized_ir", "evaluations", "search_method")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)  # atomic on POSIX: the shard is either absent or complete
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_shard(path: Path, payload: dict) -> None:
+    write_atomic(path, gzip.compress(json.dumps(payload, separators=(",", ":")).encode(), mtime=0))
+
+
+def read_shard(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def write_dataset(rows_by_split: dict[str, list[dict]], out: Path) -> dict[str, Path]:
+    """`out/{split}.parquet` for every split (rows sorted by hash: the same rows give the same file)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([
+        ("source", pa.string()), ("license", pa.string()), ("llvm_version", pa.int64()), ("name", pa.string()),
+        ("ir", pa.string()), ("ir_hash", pa.string()), ("n_tokens", pa.int64()),
+        ("instcount_input", pa.int64()), ("instcount_oz", pa.int64()), ("passes", pa.list_(pa.string())),
+        ("instcount_best", pa.int64()), ("optimized_ir", pa.string()), ("evaluations", pa.int64()),
+        ("search_method", pa.string()),
+    ])
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for split in SPLITS:
+        rows = sorted(rows_by_split.get(split, []), key=lambda r: r["ir_hash"])
+        table = pa.Table.from_pylist([{c: r[c] for c in COLUMNS} for r in rows], schema=schema)
+        path = out / f"{split}.parquet"
+        tmp = path.with_suffix(".parquet.tmp")
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+        paths[split] = path
+    return paths
+
+
+def load_dataset_dict(out: Path):
+    """The DatasetDict at `out` (what training and eval call)."""
+    import pyarrow.parquet as pq
+    from datasets import Dataset, DatasetDict, load_dataset
+
+    files = {s: str(out / f"{s}.parquet") for s in SPLITS if (out / f"{s}.parquet").exists()}
+    # `datasets` cannot read a parquet file with no rows: build those (tiny-test) splits in memory.
+    empty = {s for s, f in files.items() if pq.ParquetFile(f).metadata.num_rows == 0}
+    full = {s: f for s, f in files.items() if s not in empty}
+    ds = load_dataset("parquet", data_files=full) if full else DatasetDict()
+    for s in empty:
+        ds[s] = Dataset(pq.read_table(files[s]))
+    return ds
