@@ -1,0 +1,86 @@
+"""A few training steps on real sample data: loss falls, resume continues, the export loads; validation metrics."""
+
+import csv
+
+import pytest
+
+from llmopt.harness import Harness
+from llmopt.model import format as fmt
+from llmopt.model import load_meta, load_model
+from training import validation
+from training.config import config_from_dict
+from training.data import read_split
+from training.sample_data import cached_sample_dataset
+from training.train import lr_at, train
+from training.validation import ValidationCallback, harness_measure
+
+# A model much smaller than the `tiny` preset keeps the test to seconds.
+SMALL = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2,
+         "intermediate_size": 128}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return cached_sample_dataset(tmp_path_factory.getbasetemp() / "llmopt_sample_data")
+
+
+@pytest.fixture(scope="module")
+def harness():
+    with Harness(workers=1, cache=False) as h:
+        yield h
+
+
+def _cfg(data, out, **kw):
+    values = dict(data_dir=str(data), out_dir=str(out), model_overrides=SMALL, tokenizer_vocab_size=600,
+                  context_length=1536, batch_size=4, max_steps=12, lr=3e-3, warmup_steps=2, log_interval=2,
+                  checkpoint_interval=6, eval_interval=0, val_functions=0, seed=0)
+    values.update(kw)
+    return config_from_dict(values)
+
+
+def _losses(out):
+    return [float(r["loss"]) for r in csv.DictReader((out / "train_log.csv").open())]
+
+
+def test_lr_schedule():
+    cfg = config_from_dict({"lr": 1.0, "warmup_steps": 10, "max_steps": 110})
+    assert lr_at(0, cfg) == pytest.approx(0.1) and lr_at(9, cfg) == pytest.approx(1.0)
+    assert lr_at(60, cfg) == pytest.approx(0.55) and lr_at(110, cfg) == pytest.approx(0.1)
+
+
+def test_train_resume_export(data, tmp_path):
+    out = tmp_path / "run"
+    final = train(_cfg(data, out, max_steps=6), progress=False)
+    losses = _losses(out)
+    assert len(losses) == 3 and losses[-1] < losses[0]
+    # Rerunning with more steps resumes from the step-6 checkpoint instead of starting over.
+    train(_cfg(data, out), progress=False)
+    steps = [int(r["step"]) for r in csv.DictReader((out / "train_log.csv").open())]
+    assert steps == [2, 4, 6, 8, 10, 12]
+    assert _losses(out)[-1] < losses[0]
+    model, tok = load_model(final)
+    meta = load_meta(final)
+    assert meta.extra["steps"] == 12 and meta.llvm_version == 19 and meta.extra["training_tokens"] > 0
+    row = read_split(data, "validation")[0]
+    ids = tok(fmt.build_prompt(row["ir"]), return_tensors="pt", add_special_tokens=False)
+    gen = model.generate(**ids, max_new_tokens=8, do_sample=False)
+    fmt.parse_answer(tok.decode(gen[0]), meta.passes)  # garbage from 12 steps parses without raising
+
+
+def test_validation_callback_metrics(data, tmp_path, harness, monkeypatch):
+    out = tmp_path / "run"
+    final = train(_cfg(data, out, max_steps=4, checkpoint_interval=4), progress=False)
+    model, tok = load_model(final)
+    rows = read_split(data, "validation")[:3]
+    callback = ValidationCallback(rows, harness_measure(harness), load_meta(final).passes, max_new_tokens=24)
+    metrics = callback(model, tok)
+    assert {"improvement_over_oz", "autotuner_improvement", "valid_pass_lists"} <= set(metrics)
+    assert metrics["autotuner_improvement"] >= 0
+    # A perfect "model" (the dataset's own answers) scores the autotuner's improvement, exact IR, BLEU 1.
+    texts = [fmt.build_answer(fmt.answer_from_row(r)) for r in rows]
+    monkeypatch.setattr(validation, "generate_answers", lambda *args, **kw: texts)
+    perfect = callback(model, tok)
+    assert perfect["improvement_over_oz"] == pytest.approx(perfect["autotuner_improvement"])
+    assert perfect["valid_pass_lists"] == 100 and perfect["instcount_input_mape"] == 0
+    assert perfect["instcount_output_mape"] == 0 and perfect["ir_parses"] == 100
+    assert perfect["ir_exact_match"] == 100 and perfect["ir_bleu"] == pytest.approx(1.0)
