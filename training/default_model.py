@@ -1,0 +1,116 @@
+"""Train the `tiny` preset on the real dataset (resumably) and export it as llmopt's shipped default model.
+
+    scripts/train_default_model.sh [DATA_DIR] [--set key=value ...]
+
+Rerunning resumes the run in runs/default.  The export goes to llmopt/model/default/ with a
+generated model card (data, LLVM version, vocabulary, training tokens, validation metrics).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from llmopt.model.loading import default_model_dir
+from llmopt.model.tokenizer import ModelMeta, load_tokenizer
+from training.config import load_config, parse_override
+from training.data import read_split
+from training.tokenizer import chars_per_token
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_BYTES = 30 * 2**20
+SHIPPED = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+           "special_tokens_map.json", "llmopt.json")
+
+
+def find_data_dir(root: Path) -> Path:
+    """`root` if it holds train.parquet, else the newest dataset directory below it."""
+    if (root / "train.parquet").exists():
+        return root
+    found = sorted(root.rglob("train.parquet"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise FileNotFoundError(f"no train.parquet under {root}: build the dataset first (llmopt datagen)")
+    return found[-1].parent
+
+
+def model_card(run: Path, model: Path, data_dir: Path, command: str) -> str:
+    meta = ModelMeta.load(model)
+    extra = meta.extra
+    val = extra.get("validation") or {}
+    tok = load_tokenizer(model)
+    val_rows = read_split(data_dir, "validation")
+    cpt = chars_per_token(tok, [r["ir"] for r in val_rows[:200]]) if val_rows else float("nan")
+    data_card = (data_dir / "README.md").read_text().strip().splitlines()[:1] if (data_dir / "README.md").exists() else []
+    lines = [
+        "# llmopt default model",
+        "",
+        "A small decoder-only Llama trained from scratch to predict LLVM `opt` pass lists that minimise the IR",
+        "instruction count (thesis ch. 4 recipe, scaled down to CPU). Prompt: normalized input IR; answer: pass list,",
+        "instruction counts before/after, optimized IR (`llmopt/model/format.py`).",
+        "",
+        "| | |", "|---|---|",
+        f"| architecture | LlamaForCausalLM, preset `{extra.get('preset')}`, {extra.get('parameters', 0) / 1e6:.2f}M parameters |",
+        f"| context length | {extra.get('context_length')} tokens |",
+        f"| tokenizer | byte-level BPE, {len(tok)} tokens, {cpt:.2f} characters/token on validation IR |",
+        f"| LLVM version of the data | {meta.llvm_version} |",
+        f"| data | `{data_dir.relative_to(REPO) if data_dir.is_relative_to(REPO) else data_dir}`"
+        f"{' (' + data_card[0].lstrip('# ') + ')' if data_card else ''}, {extra.get('train_examples')} training examples |",
+        f"| training | {extra.get('steps')} steps, {extra.get('training_tokens', 0) / 1e6:.1f}M training tokens |",
+        f"| answer includes optimized IR | {meta.with_ir} |",
+        "",
+        f"Pass vocabulary ({len(meta.passes)} passes, each one token): " + ", ".join(f"`{p}`" for p in meta.passes),
+        "",
+        "## Validation metrics (held-out functions, greedy decoding, measured by LLVM)",
+        "",
+    ]
+    lines += [f"- {k}: {v:.3f}" for k, v in val.items()] or ["- (none recorded)"]
+    lines += ["", "## Reproduce", "", "```", command, "```", "",
+              f"Training logs: `{run}/train_log.csv`, `{run}/validation_log.csv`.", ""]
+    return "\n".join(lines)
+
+
+def export_default(run: Path, data_dir: Path, command: str, target: Path | None = None) -> Path:
+    """Copy the run's best (else final) model into the package with a model card; refuse if > 30 MB."""
+    target = target or default_model_dir()
+    source = run / "best" if (run / "best" / "llmopt.json").exists() else run / "model"
+    size = sum(f.stat().st_size for f in source.iterdir() if f.name in SHIPPED)
+    if size > MAX_BYTES:
+        raise ValueError(f"model is {size / 2**20:.1f} MB, over the {MAX_BYTES / 2**20:.0f} MB budget of the package")
+    target.mkdir(parents=True, exist_ok=True)
+    for f in target.iterdir():
+        if f.is_file():
+            f.unlink()
+    for name in SHIPPED:
+        if (source / name).exists():
+            shutil.copy2(source / name, target / name)
+    (target / "README.md").write_text(model_card(run, source, data_dir, command))
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data", nargs="?", default=str(REPO / "data"), help="dataset dir (or a dir above it)")
+    parser.add_argument("--config", default=str(REPO / "training/configs/tiny.json"))
+    parser.add_argument("--out", default=str(REPO / "runs/default"))
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--export-only", action="store_true", help="skip training; export the run as it is")
+    args = parser.parse_args(argv)
+    data_dir = find_data_dir(Path(args.data))
+    overrides = {"data_dir": str(data_dir), "out_dir": args.out, **dict(parse_override(o) for o in args.overrides)}
+    cfg = load_config(args.config, overrides)
+    if not args.export_only:
+        from training.train import train
+
+        train(cfg)
+    command = "scripts/train_default_model.sh " + " ".join(sys.argv[1:] if argv is None else argv)
+    target = export_default(Path(cfg.out_dir), data_dir, command.strip())
+    print(f"default model exported to {target}")
+    print(json.dumps(ModelMeta.load(target).extra.get("validation", {}), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
