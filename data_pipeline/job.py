@@ -131,9 +131,8 @@ def _check_config(cfg: JobConfig) -> None:
 
 # ---------------------------------------------------------------------------------------------- phase 1
 
-def run_phase1_shard(cfg: JobConfig, index: int, units: list[Unit], harness: Harness,
-                     seen: Seen | None = None) -> dict:
-    """Compile, split, dedupe and autotune one shard of units; returns the shard payload."""
+def compile_shard(cfg: JobConfig, units: list[Unit]) -> tuple[list, Counter]:
+    """Compile and split one shard of units (subprocess-bound: runs in a thread beside the tuner)."""
     stats: Counter = Counter()
     functions = []
     for unit in units:
@@ -144,11 +143,18 @@ def run_phase1_shard(cfg: JobConfig, index: int, units: list[Unit], harness: Har
             log.info("skip %s", err)
             continue
         stats["units_compiled"] += 1
-        for fn in split_unit(unit, module, cfg.max_tokens, stats):
-            if seen is not None and not seen.add(fn.ir_hash):
-                stats["duplicates"] += 1
-                continue
-            functions.append(fn)
+        functions += split_unit(unit, module, cfg.max_tokens, stats)
+    return functions, stats
+
+
+def run_phase1_shard(cfg: JobConfig, index: int, units: list[Unit], harness: Harness,
+                     seen: Seen | None = None, compiled: tuple[list, Counter] | None = None) -> dict:
+    """Compile, split, dedupe and autotune one shard of units; returns the shard payload."""
+    functions, stats = compiled if compiled is not None else compile_shard(cfg, units)
+    if seen is not None:
+        fresh = [fn for fn in functions if seen.add(fn.ir_hash)]
+        stats["duplicates"] += len(functions) - len(fresh)
+        functions = fresh
     local = {}
     for fn in functions:  # duplicates within the shard (Ray mode has no global `seen`)
         if fn.ir_hash in local:
@@ -330,10 +336,22 @@ def run_job(cfg: JobConfig, phases: tuple[str, ...] = ("p1", "p2", "write")) -> 
             seen = Seen(h for i in sorted(done) for h in
                         (r["ir_hash"] for r in read_shard(_shard_path(out, "p1", i))["rows"]))
 
-            def phase1(i: int, harness: Harness) -> dict:
-                return run_phase1_shard(cfg, i, shards[i], harness, seen)
+            from concurrent.futures import ThreadPoolExecutor
 
-            _run_local(cfg, todo, phase1, "p1", stats, n)
+            # Compile shard i+1 while shard i is tuned: clang/llvm-extract would otherwise idle the pool.
+            prefetch = ThreadPoolExecutor(max_workers=1)
+            futures = {i: prefetch.submit(compile_shard, cfg, shards[i]) for i in todo[:1]}
+
+            def phase1(i: int, harness: Harness) -> dict:
+                nxt = todo.index(i) + 1
+                if nxt < len(todo):
+                    futures[todo[nxt]] = prefetch.submit(compile_shard, cfg, shards[todo[nxt]])
+                return run_phase1_shard(cfg, i, shards[i], harness, seen, compiled=futures.pop(i).result())
+
+            try:
+                _run_local(cfg, todo, phase1, "p1", stats, n)
+            finally:
+                prefetch.shutdown(wait=False, cancel_futures=True)
     if "p2" in phases:
         if len(_finished(out, "p1", n)) < n:
             raise JobError("phase 1 is not finished: run the job again to resume it")
