@@ -1,0 +1,180 @@
+"""What an evaluation runs on: dataset rows (docs/interfaces.md) or a directory of .ll files.
+
+`load_functions("data/x:test", limit=100)` reads the parquet files datagen writes
+(`DIR/{split}.parquet`) or a `save_to_disk` DatasetDict; `load_functions("some/dir")` reads every
+`.ll` below the directory, splits multi-function modules per function and normalizes them (no
+labels: only the -Oz baseline and model-free / model methods apply).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llmopt.llvm.ir import estimate_tokens, ir_hash, normalize_ir
+
+SPLITS = ("train", "validation", "test")
+
+
+class InputError(ValueError):
+    """The evaluation input cannot be read (message says what to do)."""
+
+
+@dataclass
+class Function:
+    """One function to evaluate; label fields are None for unlabelled inputs."""
+
+    fid: str  # ir_hash (unique within an evaluation)
+    name: str
+    source: str
+    ir: str
+    n_tokens: int
+    instcount_input: int | None = None
+    instcount_oz: int | None = None
+    passes: list[str] | None = None  # autotuner label
+    instcount_best: int | None = None
+    evaluations: int | None = None
+    optimized_ir: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def labelled(self) -> bool:
+        return self.passes is not None
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """`PATH[:split]` -> (path, split or None); a `:` that belongs to the path is kept."""
+    if ":" in spec:
+        path, split = spec.rsplit(":", 1)
+        if split in SPLITS or (split and "/" not in split and not Path(spec).exists()):
+            return path, split
+    return spec, None
+
+
+def _from_row(row: dict[str, Any]) -> Function:
+    ir = row["ir"]
+    passes = row.get("passes")
+    return Function(
+        fid=row.get("ir_hash") or ir_hash(ir),
+        name=str(row.get("name") or ""),
+        source=str(row.get("source") or "unknown"),
+        ir=ir,
+        n_tokens=int(row.get("n_tokens") or estimate_tokens(ir)),
+        instcount_input=row.get("instcount_input"),
+        instcount_oz=row.get("instcount_oz"),
+        passes=list(passes) if passes is not None else None,
+        instcount_best=row.get("instcount_best"),
+        evaluations=row.get("evaluations"),
+        optimized_ir=row.get("optimized_ir"),
+    )
+
+
+def read_rows(path: str | Path, split: str) -> list[dict[str, Any]]:
+    """Rows of one split of a dataset directory: `{split}.parquet`, or a save_to_disk DatasetDict."""
+    path = Path(path)
+    parquet = path / f"{split}.parquet"
+    if parquet.exists():
+        import pyarrow.parquet as pq
+
+        return pq.read_table(parquet).to_pylist()
+    shards = sorted(path.glob(f"{split}-*.parquet")) + sorted((path / split).glob("*.parquet"))
+    if shards:
+        import pyarrow.parquet as pq
+
+        return [r for s in shards for r in pq.read_table(s).to_pylist()]
+    if (path / "dataset_dict.json").exists() or (path / split / "dataset_info.json").exists():
+        import datasets
+
+        dd = datasets.load_from_disk(str(path))
+        if split not in dd:
+            raise InputError(f"{path}: no split {split!r} (has {', '.join(dd)})")
+        return dd[split].to_list()
+    return []
+
+
+def is_dataset(path: str | Path) -> bool:
+    path = Path(path)
+    return any((path / f"{s}.parquet").exists() for s in SPLITS) or (path / "dataset_dict.json").exists() or any(
+        path.glob("*-*.parquet"))
+
+
+def _from_ll_dir(path: Path) -> list[Function]:
+    from llmopt.llvm.ir import defined_functions, split_functions, strip_optnone
+
+    files = sorted(path.rglob("*.ll"))
+    if not files:
+        raise InputError(f"{path}: no .ll files and no dataset (train/validation/test.parquet) here")
+    out: list[Function] = []
+    for file in files:
+        import warnings
+
+        text = file.read_text()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            text, _ = strip_optnone(text)
+        names = defined_functions(text)
+        modules = [(names[0], text)] if len(names) == 1 else list(split_functions(text))
+        for name, module in modules:
+            ir = normalize_ir(module)
+            out.append(Function(fid=ir_hash(ir), name=name, source=f"dir:{file.relative_to(path)}", ir=ir,
+                                n_tokens=estimate_tokens(ir)))
+    return out
+
+
+def load_functions(spec: str, limit: int | None = None, seed: int = 0) -> tuple[list[Function], str]:
+    """(functions, description) for a `PATH[:split]` spec; `limit` takes a seeded random subset.
+
+    Duplicate inputs (same normalized IR) are evaluated once.
+    """
+    path_text, split = split_spec(spec)
+    path = Path(path_text)
+    if not path.exists():
+        raise InputError(f"{path}: no such dataset or directory")
+    if path.is_file():
+        if path.suffix != ".ll":
+            raise InputError(f"{path}: expected a dataset directory, a directory of .ll files, or a .ll file")
+        functions = _from_ll_file(path)
+        what = str(path)
+    elif is_dataset(path):
+        split = split or "test"
+        rows = read_rows(path, split)
+        if not rows:
+            raise InputError(f"{path}: split {split!r} is empty or missing")
+        functions = [_from_row(r) for r in rows]
+        what = f"{path}:{split}"
+    else:
+        functions = _from_ll_dir(path)
+        what = str(path)
+    unique: dict[str, Function] = {}
+    for fn in functions:
+        unique.setdefault(fn.fid, fn)
+    functions = sorted(unique.values(), key=lambda f: f.fid)
+    if limit is not None and limit < len(functions):
+        functions = sorted(random.Random(seed).sample(functions, limit), key=lambda f: f.fid)
+        what += f" (seeded random {limit} of {len(unique)})"
+    return functions, what
+
+
+def _from_ll_file(path: Path) -> list[Function]:
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(path, Path(tmp) / path.name)
+        functions = _from_ll_dir(Path(tmp))
+    for fn in functions:
+        fn.source = f"file:{path.name}"
+    return functions
+
+
+def training_rows(spec: str | None, eval_spec: str) -> list[dict[str, Any]]:
+    """Training rows for the coreset baselines: `spec`, else the `train` split next to the eval dataset."""
+    if spec is None:
+        path, _ = split_spec(eval_spec)
+        if not is_dataset(path):
+            return []
+        return read_rows(path, "train")
+    path, split = split_spec(spec)
+    return read_rows(path, split or "train")

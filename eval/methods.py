@@ -1,0 +1,356 @@
+"""The methods an evaluation compares, each a `llmopt.sampling` strategy: `sample(ir, n) -> list[Sample]`.
+
+Names (`--methods`):
+  greedy, nucleus, nucleus_t{T}, priority, priority_{noregex,geomean,branch3,branch5,geomean_branch3,...},
+  feedback, feedback_{fast,short,long}                          the model (`--model`)
+  random, coreset                                              llmopt.sampling baselines
+  coreset_cover   set-cover ranking of the training set's best lists (each next list adds most savings)
+  greedy_search   append the best pass while it helps (budget-limited; optional)
+  autotuner       the dataset's label (compilations: the autotuner's own search budget)
+  oz              -Oz itself (improvement 0 by definition: a sanity row)
+Groups: `model` = greedy,nucleus,priority; `baselines` = random,coreset,coreset_cover,autotuner,oz;
+`ablations` = the Table 6.1 Priority Sampling variants.
+
+The model-free baselines here are only those llmopt.sampling does not provide.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.inputs import Function
+from llmopt.llvm.ir import ir_hash
+from llmopt.llvm.passes import META_PASSES, OZ
+from llmopt.sampling.base import Sample, Strategy
+
+MODEL_METHODS = ("greedy", "nucleus", "priority", "feedback")
+GROUPS = {
+    "model": ("greedy", "nucleus", "priority"),
+    "baselines": ("random", "coreset", "coreset_cover", "autotuner", "oz"),
+    "ablations": ("priority_noregex", "priority_geomean", "priority_branch3", "priority_branch5",
+                  "priority_geomean_branch3", "priority_geomean_branch5"),
+    "feedback_all": ("feedback_fast", "feedback_short", "feedback_long"),
+}
+DEFAULT_METHODS = ("greedy", "nucleus", "priority", "random", "coreset", "coreset_cover", "autotuner", "oz")
+_NUCLEUS = re.compile(r"^nucleus(?:_t(\d+(?:\.\d+)?))?$")
+_PRIORITY = re.compile(r"^priority((?:_(?:noregex|geomean|token|branch\d+))*)$")
+_FEEDBACK = re.compile(r"^feedback(?:_(fast|short|long))?$")
+
+
+class MethodError(ValueError):
+    """A method name that is unknown or cannot run with the given inputs."""
+
+
+def expand_methods(names: Sequence[str]) -> list[str]:
+    """Group names expanded, duplicates dropped, order kept; unknown names raise MethodError."""
+    out: list[str] = []
+    for name in names:
+        for item in GROUPS.get(name, (name,)):
+            if not is_known(item):
+                raise MethodError(f"unknown method {item!r}: choose from greedy, nucleus[_tT], priority[_ablation], "
+                                  "feedback[_fast|_short|_long], random, coreset, coreset_cover, greedy_search, "
+                                  "autotuner, oz, or the groups " + ", ".join(GROUPS))
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def is_known(name: str) -> bool:
+    return bool(name in ("random", "coreset", "coreset_cover", "greedy_search", "autotuner", "oz", "greedy")
+                or _NUCLEUS.match(name) or _PRIORITY.match(name) or _FEEDBACK.match(name))
+
+
+def needs_model(name: str) -> bool:
+    return name == "greedy" or bool(_NUCLEUS.match(name) or _PRIORITY.match(name) or _FEEDBACK.match(name))
+
+
+# ---------------------------------------------------------------- model-free methods owned by eval
+
+
+class OzOnly:
+    """-Oz as a method: one sample, `default<Oz>`."""
+
+    name = "oz"
+
+    def sample(self, ir: str, n: int) -> list[Sample]:
+        return [Sample([OZ], None)] if n > 0 else []
+
+
+class AutotunerLabels:
+    """The dataset's best-found pass list for each input (one sample); unknown inputs get none."""
+
+    name = "autotuner"
+
+    def __init__(self, functions: Sequence[Function]):
+        self.labels = {fn.ir: fn.passes for fn in functions if fn.passes is not None}
+        self.evaluations = {fn.fid: fn.evaluations for fn in functions}
+
+    def sample(self, ir: str, n: int) -> list[Sample]:
+        passes = self.labels.get(ir)
+        return [Sample(list(passes), None)] if passes is not None and n > 0 else []
+
+    def compilations(self, fn: Function) -> int | None:
+        """The autotuner's search budget for this function (dataset column `evaluations`)."""
+        return self.evaluations.get(fn.fid)
+
+
+Measure = Callable[[list[tuple[str, list[str]]]], list[Any]]  # Harness.evaluate_tasks
+
+
+@dataclass
+class SetCoverCoreset:
+    """A coreset ranked by set cover on the training set (Coreset-NVP's core set, without the NVP).
+
+    Candidates are the `n_candidates` most frequent best lists of the training set (plus -Oz); each
+    is compiled on up to `n_train` training functions.  The ranking starts from "nothing chosen"
+    (every function at its unoptimized count) and repeatedly takes the list that lowers the summed
+    best-so-far count the most; a failed list counts as the unoptimized input.  The ranking is the
+    same for every input.  `cache_file` keeps it across runs.
+    """
+
+    train_rows: Sequence[dict]
+    measure: Measure
+    n_candidates: int = 100
+    n_train: int = 300
+    seed: int = 0
+    cache_file: Path | None = None
+    name: str = "coreset_cover"
+    lists: list[list[str]] = field(default_factory=list)
+    gains: list[int] = field(default_factory=list)
+
+    def build(self) -> list[list[str]]:
+        from llmopt.sampling.baselines import Coreset
+
+        key = {"n_candidates": self.n_candidates, "n_train": self.n_train, "seed": self.seed,
+               "train": sorted(r.get("ir_hash") or ir_hash(r["ir"]) for r in self.train_rows)[:50]}
+        if self.cache_file is not None and self.cache_file.exists():
+            saved = json.loads(self.cache_file.read_text())
+            if saved.get("key") == key:
+                self.lists, self.gains = saved["lists"], saved["gains"]
+                return self.lists
+        rows = [r for r in self.train_rows if r.get("passes") is not None]
+        if not rows:
+            raise MethodError("coreset_cover needs a training split with pass lists (--train-dataset)")
+        candidates = Coreset([r["passes"] for r in rows]).lists[: self.n_candidates]
+        if [OZ] not in candidates:
+            candidates.append([OZ])
+        rows = sorted(rows, key=lambda r: r.get("ir_hash") or ir_hash(r["ir"]))
+        if len(rows) > self.n_train:
+            rows = random.Random(self.seed).sample(rows, self.n_train)
+        tasks = [(r["ir"], []) for r in rows] + [(r["ir"], c) for c in candidates for r in rows]
+        results = self.measure(tasks)
+        base = [res.instcount if res.ok else int(r["instcount_input"]) for r, res in zip(rows, results, strict=False)]
+        counts = []
+        for ci in range(len(candidates)):
+            part = results[len(rows) * (ci + 1): len(rows) * (ci + 2)]
+            counts.append([res.instcount if res.ok else b for res, b in zip(part, base, strict=True)])
+        current = list(base)
+        remaining = list(range(len(candidates)))
+        order, gains = [], []
+        while remaining:
+            best_ci, best_gain = remaining[0], -1
+            for ci in remaining:  # ties: the earlier (more frequent) list
+                gain = sum(max(0, cur - c) for cur, c in zip(current, counts[ci], strict=True))
+                if gain > best_gain:
+                    best_ci, best_gain = ci, gain
+            order.append(best_ci)
+            gains.append(best_gain)
+            remaining.remove(best_ci)
+            current = [min(cur, c) for cur, c in zip(current, counts[best_ci], strict=True)]
+        self.lists = [candidates[i] for i in order]
+        self.gains = gains
+        if self.cache_file is not None:
+            self.cache_file.write_text(json.dumps({"key": key, "lists": self.lists, "gains": self.gains}))
+        return self.lists
+
+    def sample(self, ir: str, n: int) -> list[Sample]:
+        if not self.lists:
+            self.build()
+        return [Sample(list(p), None) for p in self.lists[:n]]
+
+
+class GreedySearch:
+    """Greedy search: start from the empty list, append the pass that lowers the count most; stop when
+    nothing helps or the budget of compilations is spent.  Samples are the lists in compile order."""
+
+    name = "greedy_search"
+
+    def __init__(self, measure: Callable[[str, list[list[str]]], list[Any]], passes: Sequence[str] | None = None,
+                 budget: int = 300, max_len: int = 12):
+        if passes is None:
+            from llmopt.llvm.passes import vocabulary
+
+            passes = vocabulary()
+        self.steps = [p for p in passes if p not in META_PASSES]
+        # A meta-pass may only start a list; -Oz first so that the first sample is the baseline.
+        self.first = [OZ] + [p for p in META_PASSES if p != OZ] + self.steps
+        self.measure = measure
+        self.budget = budget
+        self.max_len = max_len
+
+    def sample(self, ir: str, n: int) -> list[Sample]:
+        n = min(n, self.budget)
+        out: list[Sample] = []
+        current: list[str] = []
+        best = None
+        while len(out) < n and len(current) < self.max_len:
+            options = self.first if not current else self.steps
+            lists = [current + [p] for p in options][: n - len(out)]
+            results = self.measure(ir, lists)
+            out += [Sample(p, None) for p in lists]
+            scored = [(r.instcount, i) for i, r in enumerate(results) if r.ok]
+            if not scored:
+                break
+            count, i = min(scored)
+            if best is not None and count >= best:
+                break
+            best, current = count, lists[i]
+        return out
+
+
+# ---------------------------------------------------------------- model methods (llmopt.sampling)
+
+
+class NoRegexFallback:
+    """Priority Sampling without the grammar (Table 6.1 "no regex"): an empty or invalid list becomes -Oz."""
+
+    def __init__(self, inner: Strategy, name: str, vocabulary: set[str]):
+        self.inner, self.name, self.vocabulary = inner, name, vocabulary
+
+    def sample(self, ir: str, n: int) -> list[Sample]:
+        out = []
+        for s in self.inner.sample(ir, n):
+            passes, meta = [], False
+            for p in s.passes:
+                if p not in self.vocabulary or (p in META_PASSES and meta):
+                    continue  # drop invalid passes and any second meta-pass
+                meta = meta or p in META_PASSES
+                passes.append(p)
+            out.append(Sample(passes or [OZ], s.score, s.text, getattr(s, "logprob", None)))
+        return out
+
+
+@dataclass
+class MethodOptions:
+    seed: int = 0
+    model: str | None = None
+    temperature: float = 1.2
+    top_p: float = 0.95
+    greedy_search_budget: int = 300
+    coreset_candidates: int = 100
+    coreset_train: int = 300
+    feedback_rounds: int = 2
+    threads: int | None = None
+
+
+class MethodFactory:
+    """Builds methods by name; loads the model once, on first need."""
+
+    def __init__(self, functions: Sequence[Function], train_rows: Sequence[dict], harness: Any,
+                 options: MethodOptions, out_dir: Path | None = None):
+        self.functions = functions
+        self.train_rows = train_rows
+        self.harness = harness
+        self.options = options
+        self.out_dir = out_dir
+        self._lm: Any = None
+
+    @property
+    def lm(self) -> Any:
+        if self._lm is None:
+            from llmopt.sampling import PassListLM
+
+            self._lm = PassListLM.load(self.options.model, threads=self.options.threads)
+        return self._lm
+
+    def build(self, name: str) -> Strategy:
+        o = self.options
+        if name == "oz":
+            return OzOnly()
+        if name == "autotuner":
+            if not any(fn.labelled for fn in self.functions):
+                raise MethodError("autotuner: the inputs have no labels (a .ll directory): leave it out")
+            return AutotunerLabels(self.functions)
+        if name == "random":
+            from llmopt.sampling import RandomSearch
+
+            return RandomSearch(seed=o.seed)
+        if name == "coreset":
+            from llmopt.sampling import Coreset
+
+            lists = [r["passes"] for r in self.train_rows if r.get("passes") is not None]
+            if not lists:
+                raise MethodError("coreset needs a training split with pass lists: pass --train-dataset PATH[:split]")
+            return Coreset(lists)
+        if name == "coreset_cover":
+            cache = self.out_dir / "coreset_cover.json" if self.out_dir else None
+            method = SetCoverCoreset(self.train_rows, self.harness.evaluate_tasks, o.coreset_candidates,
+                                     o.coreset_train, o.seed, cache)
+            if not self.train_rows:
+                raise MethodError("coreset_cover needs a training split: pass --train-dataset PATH[:split]")
+            method.build()
+            return method
+        if name == "greedy_search":
+            return GreedySearch(self.harness.evaluate_many, budget=o.greedy_search_budget)
+        if name == "greedy":
+            from llmopt.sampling import GreedyDecoding
+
+            return GreedyDecoding(self.lm)
+        if m := _NUCLEUS.match(name):
+            from llmopt.sampling import NucleusSampling
+
+            temperature = float(m.group(1)) if m.group(1) else o.temperature
+            strategy = NucleusSampling(self.lm, temperature=temperature, top_p=o.top_p, seed=o.seed)
+            strategy.name = name  # type: ignore[misc]
+            return strategy
+        if m := _PRIORITY.match(name):
+            from llmopt.sampling import PrioritySampling
+
+            flags = [f for f in m.group(1).split("_") if f]
+            branch = next((int(f[6:]) for f in flags if f.startswith("branch")), None)
+            priority = "geometric" if "geomean" in flags else "token" if "token" in flags else "prefix"
+            strategy = PrioritySampling(self.lm, max_branch=branch, priority=priority,  # type: ignore[arg-type]
+                                        grammar="noregex" not in flags)
+            strategy.name = name  # type: ignore[misc]
+            if "noregex" in flags:
+                return NoRegexFallback(strategy, name, set(self.lm.passes))
+            return strategy
+        if m := _FEEDBACK.match(name):
+            return self._feedback(name, m.group(1))
+        raise MethodError(f"unknown method {name!r}")
+
+    def _feedback(self, name: str, mode: str | None) -> Strategy:
+        try:
+            from llmopt import feedback
+        except ImportError:
+            raise MethodError("feedback: llmopt.feedback is not available in this checkout") from None
+        return feedback_strategy(feedback, self.lm, self.harness, mode, self.options, name)
+
+
+def feedback_strategy(module: Any, lm: Any, harness: Any, mode: str | None, options: MethodOptions,
+                      name: str) -> Strategy:
+    """Adapt llmopt.feedback to the strategy seam (its own Strategy if it offers one)."""
+    factory = getattr(module, "FeedbackStrategy", None) or getattr(module, "CompilerFeedback", None)
+    if factory is None:
+        raise MethodError("feedback: llmopt.feedback offers no strategy class (FeedbackStrategy)")
+    kwargs: dict[str, Any] = {}
+    import inspect
+
+    params = inspect.signature(factory).parameters
+    if "mode" in params and mode:
+        kwargs["mode"] = mode
+    if "rounds" in params:
+        kwargs["rounds"] = options.feedback_rounds
+    if "harness" in params:
+        kwargs["harness"] = harness
+    if "seed" in params:
+        kwargs["seed"] = options.seed
+    strategy = factory(lm, **kwargs)
+    strategy.name = name
+    return strategy

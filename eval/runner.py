@@ -1,0 +1,431 @@
+"""Run an evaluation: every method on every function, measured by the harness, resumable.
+
+Per (method, function) the first K candidates (K = the largest sample budget) and their measured
+instruction counts are appended to `DIR/records.jsonl` as soon as a chunk of functions is done;
+a rerun skips what is there.  Model generation (main thread) overlaps with compilation (a
+background thread driving the harness's worker pool).  Object sizes of the chosen lists go to
+`DIR/objsize.jsonl` the same way.  `run_eval` then aggregates everything into `results.json`,
+the tables, the plots and `REPORT.md`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from eval import metrics
+from eval.inputs import Function, load_functions, training_rows
+from eval.methods import (
+    DEFAULT_METHODS,
+    MethodError,
+    MethodFactory,
+    MethodOptions,
+    expand_methods,
+    needs_model,
+)
+from llmopt.llvm.passes import OZ
+from llmopt.sampling.base import PromptTooLongError, Sample, Strategy
+
+RECORDS = "records.jsonl"
+OBJSIZE = "objsize.jsonl"
+BASELINE = "baseline.jsonl"
+DEFAULT_SAMPLES = (1, 3, 5, 10, 30, 100)
+_ERROR_CHARS = 300
+
+
+@dataclass
+class EvalConfig:
+    """Everything that decides an evaluation's numbers (and a few things that only decide its speed)."""
+
+    dataset: str
+    out: Path
+    methods: Sequence[str] = DEFAULT_METHODS
+    samples: Sequence[int] = DEFAULT_SAMPLES
+    limit: int | None = None
+    seed: int = 0
+    train_dataset: str | None = None
+    options: MethodOptions = field(default_factory=MethodOptions)
+    quality_limit: int = 0
+    quality_max_new_tokens: int = 2048
+    objsize: bool = True
+    workers: int | None = None
+    cache: str | bool = True  # True: the shared cache; False: none; a path: that SQLite file
+    chunk: int = 16
+    progress: bool = True
+
+
+# ---------------------------------------------------------------- JSONL store
+
+
+class JsonlStore:
+    """Append-only JSON lines; a torn last line (interrupted run) is ignored on reading."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def read(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        out = []
+        for line in self.path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return out
+
+    def append(self, items: Iterable[dict]) -> None:
+        lines = "".join(json.dumps(item, sort_keys=True) + "\n" for item in items)
+        if not lines:
+            return
+        with self.path.open("a") as f:
+            f.write(lines)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _log(msg: str) -> None:
+    print(f"[eval] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def measure_baseline(functions: Sequence[Function], harness: Any, store: JsonlStore) -> dict[str, dict]:
+    """{fid: {instcount_input, instcount_oz, error}} measured with the harness (the no-op list and -Oz)."""
+    known = {r["fid"]: r for r in store.read()}
+    todo = [fn for fn in functions if fn.fid not in known]
+    if todo:
+        tasks = [(fn.ir, []) for fn in todo] + [(fn.ir, [OZ]) for fn in todo]
+        results = harness.evaluate_tasks(tasks)
+        rows = []
+        for i, fn in enumerate(todo):
+            raw, oz = results[i], results[len(todo) + i]
+            error = None if raw.ok and oz.ok else (raw.error or oz.error or "failed")[:_ERROR_CHARS]
+            rows.append({"fid": fn.fid, "instcount_input": raw.instcount, "instcount_oz": oz.instcount,
+                         "error": error})
+        store.append(rows)
+        known.update({r["fid"]: r for r in rows})
+    return {fn.fid: known[fn.fid] for fn in functions}
+
+
+def _measure_chunk(harness: Any, method: str, k_max: int,
+                   generated: list[tuple[Function, list[Sample], str | None]]) -> list[dict]:
+    tasks: list[tuple[str, list[str]]] = []
+    index: dict[tuple[str, tuple[str, ...]], int] = {}
+    for fn, samples, _ in generated:
+        for s in samples:
+            key = (fn.fid, tuple(s.passes))
+            if key not in index:
+                index[key] = len(tasks)
+                tasks.append((fn.ir, list(s.passes)))
+    results = harness.evaluate_tasks(tasks) if tasks else []
+    records = []
+    for fn, samples, note in generated:
+        cands = []
+        for s in samples:
+            res = results[index[(fn.fid, tuple(s.passes))]]
+            cands.append({"passes": list(s.passes), "instcount": res.instcount if res.ok else None,
+                          "error": None if res.ok else (res.error or "failed")[:_ERROR_CHARS],
+                          "score": s.score})
+        records.append({"method": method, "fid": fn.fid, "n": k_max, "samples": cands, "note": note})
+    return records
+
+
+def run_method(name: str, strategy: Strategy, functions: Sequence[Function], k_max: int, harness: Any,
+               store: JsonlStore, done: set[tuple[str, str]], chunk: int = 16, progress: bool = True,
+               overlap: bool = True) -> float:
+    """Sample and measure `strategy` on every function not yet in `done`; returns seconds spent sampling."""
+    todo = [fn for fn in functions if (name, fn.fid) not in done]
+    if not todo:
+        return 0.0
+    bar = tqdm(total=len(todo), desc=f"{name:>16}", unit="fn", disable=not progress, file=sys.stderr)
+    sampling = 0.0
+    pending: Future | None = None
+
+    def finish(fut: Future | None) -> None:
+        if fut is None:
+            return
+        records = fut.result()
+        store.append(records)
+        done.update((name, r["fid"]) for r in records)
+        bar.update(len(records))
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for part in _chunks(todo, chunk):
+            generated = []
+            start = time.perf_counter()
+            for fn in part:
+                note = None
+                try:
+                    samples = strategy.sample(fn.ir, k_max)[:k_max]
+                except PromptTooLongError as err:
+                    samples, note = [], f"prompt too long: {err}"
+                generated.append((fn, samples, note))
+            sampling += time.perf_counter() - start
+            if overlap:
+                finish(pending)
+                pending = pool.submit(_measure_chunk, harness, name, k_max, generated)
+            else:
+                finish(pool.submit(_measure_chunk, harness, name, k_max, generated))
+        finish(pending)
+    bar.close()
+    return sampling
+
+
+def chosen_lists(records: dict[tuple[str, str], dict], base: dict[str, dict], ks: Sequence[int]
+                 ) -> dict[tuple[str, str, int], list[str] | None]:
+    """(method, fid, k) -> the list chosen without backup (None when no candidate was usable)."""
+    out = {}
+    for (method, fid), rec in records.items():
+        b = base[fid]
+        cands = candidates_of(rec)
+        for k in ks:
+            out[(method, fid, k)] = metrics.outcome_at(cands, k, b["instcount_input"], b["instcount_oz"]).passes
+    return out
+
+
+def measure_objsize(chosen: dict[tuple[str, str, int], list[str] | None], functions: Sequence[Function],
+                    harness: Any, store: JsonlStore, progress: bool = True) -> dict[tuple[str, str], int | None]:
+    """(fid, json(passes)) -> .text+.data bytes for every chosen list and for -Oz; stored in `store`."""
+    known = {(r["fid"], r["passes"]): r["objsize"] for r in store.read()}
+    by_fid = {fn.fid: fn for fn in functions}
+    wanted = {(fid, json.dumps(p)) for (_, fid, _), p in chosen.items() if p is not None}
+    wanted |= {(fn.fid, json.dumps([OZ])) for fn in functions}
+    todo = sorted(w for w in wanted if w not in known)
+    bar = tqdm(total=len(todo), desc="          objsize", unit="list", disable=not progress or not todo,
+               file=sys.stderr)
+    for part in _chunks(todo, 64):
+        results = harness.evaluate_tasks([(by_fid[fid].ir, json.loads(p)) for fid, p in part], objsize=True)
+        rows = [{"fid": fid, "passes": p, "objsize": r.objsize if r.ok else None}
+                for (fid, p), r in zip(part, results, strict=True)]
+        store.append(rows)
+        known.update({(r["fid"], r["passes"]): r["objsize"] for r in rows})
+        bar.update(len(part))
+    bar.close()
+    return known
+
+
+def candidates_of(record: dict) -> list[metrics.Candidate]:
+    return [metrics.Candidate(c["passes"], c["instcount"], c.get("error"), c.get("score")) for c in record["samples"]]
+
+
+# ---------------------------------------------------------------- the whole run
+
+
+def _harness(cfg: EvalConfig) -> Any:
+    from llmopt.harness import Harness, ResultCache
+
+    cache: Any = cfg.cache
+    if isinstance(cache, str):
+        cache = ResultCache(cache)
+    return Harness(workers=cfg.workers, cache=cache)
+
+
+def _check_config(cfg: EvalConfig) -> None:
+    """Refuse to mix records of a different evaluation into DIR (seed, dataset, limit, model)."""
+    path = cfg.out / "config.json"
+    ident = {"dataset": cfg.dataset, "limit": cfg.limit, "seed": cfg.seed, "model": cfg.options.model,
+             "temperature": cfg.options.temperature, "top_p": cfg.options.top_p,
+             "greedy_search_budget": cfg.options.greedy_search_budget}
+    if path.exists():
+        old = json.loads(path.read_text())
+        diff = {k: (old.get(k), v) for k, v in ident.items() if old.get(k) != v}
+        if diff:
+            raise MethodError(f"{cfg.out} holds an evaluation with other settings {diff}: use another --out "
+                              "or delete it")
+    else:
+        path.write_text(json.dumps(ident, indent=1))
+
+
+def run_eval(cfg: EvalConfig) -> dict:
+    """Evaluate, write results.json + tables + plots + REPORT.md into `cfg.out`; returns the results dict."""
+    from eval import report
+
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    ks = sorted(set(int(k) for k in cfg.samples))
+    if not ks or ks[0] < 1:
+        raise MethodError("--samples must be positive integers, e.g. 1,3,5,10,30,100")
+    k_max = ks[-1]
+    methods = expand_methods(cfg.methods)
+    _check_config(cfg)
+    functions, described = load_functions(cfg.dataset, cfg.limit, cfg.seed)
+    _log(f"{len(functions)} functions from {described}; methods: {', '.join(methods)}; samples: {ks}")
+    train = training_rows(cfg.train_dataset, cfg.dataset)
+    notes: list[str] = []
+    timings: dict[str, float] = {}
+    with _harness(cfg) as harness:
+        base_store = JsonlStore(cfg.out / BASELINE)
+        base = measure_baseline(functions, harness, base_store)
+        bad = [fn for fn in functions if base[fn.fid]["error"]]
+        if bad:
+            notes.append(f"{len(bad)} function(s) dropped: the input or -Oz failed to compile "
+                         f"(first: {base[bad[0].fid]['error'].splitlines()[0]})")
+            functions = [fn for fn in functions if not base[fn.fid]["error"]]
+        store = JsonlStore(cfg.out / RECORDS)
+        done = {(r["method"], r["fid"]) for r in store.read() if r.get("n", 0) >= k_max}
+        factory = MethodFactory(functions, train, harness, cfg.options, cfg.out)
+        ran: list[str] = []
+        for name in methods:
+            if all((name, fn.fid) in done for fn in functions):
+                ran.append(name)
+                continue
+            try:
+                strategy = factory.build(name)
+            except (MethodError, FileNotFoundError) as err:
+                notes.append(f"{name}: skipped: {err}")
+                _log(f"{name}: skipped: {err}")
+                continue
+            targets = functions
+            if name == "autotuner":
+                targets = [fn for fn in functions if fn.labelled]
+            overlap = name != "greedy_search" and not name.startswith("feedback")
+            timings[name] = run_method(name, strategy, targets, k_max, harness, store, done, cfg.chunk,
+                                       cfg.progress, overlap)
+            ran.append(name)
+        records = {(r["method"], r["fid"]): r for r in store.read() if r["method"] in ran}
+        fids = {fn.fid for fn in functions}
+        records = {key: r for key, r in records.items() if key[1] in fids}
+        objsizes: dict[tuple[str, str], int | None] = {}
+        if cfg.objsize:
+            chosen = chosen_lists(records, base, sorted({ks[0], k_max}))
+            objsizes = measure_objsize(chosen, functions, harness, JsonlStore(cfg.out / OBJSIZE), cfg.progress)
+        quality: dict | None = None
+        if cfg.quality_limit > 0:
+            if any(needs_model(m) for m in ran):
+                from eval import quality as quality_mod
+
+                quality = quality_mod.run_quality(functions, factory, harness, cfg)
+            else:
+                notes.append("code quality: skipped (no model method ran)")
+    if any(not fn.labelled for fn in functions):
+        notes.append("inputs without labels: the autotuner row is absent; -Oz and input counts are measured")
+    results = aggregate(functions, base, records, ran, ks, objsizes, train, described, cfg)
+    results["notes"] = notes
+    results["sampling_seconds"] = timings
+    if quality is not None:
+        results["quality"] = quality
+    (cfg.out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
+    report.write_all(results, cfg.out)
+    return results
+
+
+# ---------------------------------------------------------------- aggregation
+
+
+def _group_of(fn: Function) -> str:
+    return fn.source.split(":", 1)[0] if fn.source.startswith(("dir:", "file:")) else fn.source
+
+
+def aggregate(functions: Sequence[Function], base: dict[str, dict], records: dict[tuple[str, str], dict],
+              methods: Sequence[str], ks: Sequence[int], objsizes: dict[tuple[str, str], int | None],
+              train: Sequence[dict], described: str, cfg: EvalConfig) -> dict:
+    """The results dict (results.json): per method and k, without and with -Oz backup, plus breakdowns."""
+    by_fid = {fn.fid: fn for fn in functions}
+    oz_total = sum(base[fn.fid]["instcount_oz"] for fn in functions)
+    input_total = sum(base[fn.fid]["instcount_input"] for fn in functions)
+    out: dict[str, Any] = {
+        "dataset": described, "n_functions": len(functions), "instcount_oz": oz_total,
+        "instcount_input": input_total, "samples": list(ks), "seed": cfg.seed, "model": cfg.options.model,
+        "methods": {}, "by_source": {}, "by_size": {}, "objsize": {}, "pass_frequency": {},
+    }
+    k_report = sorted({ks[0], ks[-1]})
+    train_lists = {tuple(r["passes"]) for r in train if r.get("passes") is not None}
+    for method in methods:
+        recs = {fid: r for (m, fid), r in records.items() if m == method}
+        if not recs:
+            continue
+        entry: dict[str, Any] = {"n_functions": len(recs), "samples": {}}
+        per_k: dict[int, list[tuple[Function, int, metrics.Outcome, metrics.Outcome]]] = {}
+        for k in ks:
+            rows = []
+            for fid, rec in recs.items():
+                b = base[fid]
+                extra = by_fid[fid].evaluations if method == "autotuner" else None
+                cands = candidates_of(rec)
+                raw = metrics.outcome_at(cands, k, b["instcount_input"], b["instcount_oz"], False, extra)
+                backed = metrics.outcome_at(cands, k, b["instcount_input"], b["instcount_oz"], True, extra)
+                rows.append((by_fid[fid], b["instcount_oz"], raw, backed))
+            per_k[k] = rows
+            raw_sum = metrics.summarize([(oz, o) for _, oz, o, _ in rows]).to_dict()
+            raw_sum["oz_backup"] = metrics.summarize([(oz, o) for _, oz, _, o in rows]).to_dict()
+            entry["samples"][str(k)] = raw_sum
+        entry["notes"] = sorted({r["note"].split(":")[0] for r in recs.values() if r.get("note")})
+        out["methods"][method] = entry
+        for k in k_report:
+            label = f"{method}@{k}"
+            rows = per_k[k]
+            groups: dict[str, list] = {}
+            sizes: dict[str, list] = {}
+            for fn, oz, raw, backed in rows:
+                groups.setdefault(_group_of(fn), []).append((oz, raw, backed))
+                sizes.setdefault(metrics.size_bin(base[fn.fid]["instcount_input"]), []).append((oz, raw, backed))
+            out["by_source"][label] = {g: _pair_summary(v) for g, v in sorted(groups.items())}
+            out["by_size"][label] = {b: _pair_summary(sizes[b]) for b in metrics.SIZE_BINS if b in sizes}
+            if objsizes:
+                honesty = []
+                for fn, oz, raw, _ in rows:
+                    if raw.passes is None:
+                        continue
+                    honesty.append((oz, raw.instcount, objsizes.get((fn.fid, json.dumps([OZ]))),
+                                    objsizes.get((fn.fid, json.dumps(raw.passes)))))
+                out["objsize"][label] = metrics.objsize_honesty(honesty)
+        if method not in ("autotuner", "oz"):  # the autotuner's lists are `labels` below
+            first = [candidates_of(r)[0].passes for r in recs.values() if r["samples"]]
+            out["pass_frequency"][method] = pass_statistics(first, train_lists)
+    labels = [fn.passes for fn in functions if fn.passes is not None]
+    if labels:
+        out["pass_frequency"]["labels"] = pass_statistics(labels, train_lists)
+    return out
+
+
+def _pair_summary(rows: list[tuple[int, metrics.Outcome, metrics.Outcome]]) -> dict:
+    raw = metrics.summarize([(oz, r) for oz, r, _ in rows])
+    backed = metrics.summarize([(oz, b) for oz, _, b in rows])
+    return {"n_functions": raw.n_functions, "instcount_oz": raw.instcount_oz,
+            "overall_improvement_pct": raw.overall_improvement_pct,
+            "overall_improvement_pct_oz_backup": backed.overall_improvement_pct,
+            "functions_improved": raw.functions_improved, "functions_regressed": raw.functions_regressed}
+
+
+def pass_statistics(lists: Sequence[Sequence[str]], train_lists: set[tuple[str, ...]]) -> dict:
+    """Thesis Fig. 4.7: share of lists each pass appears in, list lengths (excluding exactly -Oz), novelty."""
+    n = len(lists)
+    counts: dict[str, int] = {}
+    for passes in lists:
+        for p in set(passes):
+            counts[p] = counts.get(p, 0) + 1
+    not_oz = [p for p in lists if list(p) != [OZ]]
+    lengths = [len(p) for p in not_oz]
+    distinct = {tuple(p) for p in lists}
+    return {
+        "n_lists": n,
+        "frequency": {p: c / n for p, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))} if n else {},
+        "oz_only_pct": 100.0 * (n - len(not_oz)) / n if n else 0.0,
+        "oz_in_longer_pct": 100.0 * sum(OZ in p for p in not_oz) / n if n else 0.0,
+        "mean_length_excl_oz": sum(lengths) / len(lengths) if lengths else 0.0,
+        "max_length": max(lengths, default=0),
+        "length_histogram": {str(length): lengths.count(length) for length in sorted(set(lengths))},
+        "distinct_lists": len(distinct),
+        "lists_not_in_training": len(distinct - train_lists) if train_lists else None,
+    }
+
+
+def config_dict(cfg: EvalConfig) -> dict:
+    d = asdict(cfg)
+    d["out"] = str(cfg.out)
+    return d
