@@ -111,18 +111,30 @@ def build_prompt(ir: str, history: Sequence[tuple[Answer, str]] = ()) -> str:
 
 
 def answer_from_row(row: Mapping[str, Any]) -> Answer:
-    """The target answer of a dataset row (columns of docs/interfaces.md)."""
+    """The target answer of a dataset row (columns of docs/interfaces.md; `verdict` for feedback rows)."""
     return Answer(
         passes=list(row["passes"]),
         instcount_input=row.get("instcount_input"),
         instcount_output=row.get("instcount_best"),
         optimized_ir=row.get("optimized_ir"),
+        verdict=row.get("verdict"),
     )
 
 
+def history_from_row(row: Mapping[str, Any]) -> list[tuple[Answer, str]]:
+    """Earlier (answer, feedback) turns of a feedback row (`feedback_history`, see llmopt/feedback.py); [] otherwise."""
+    turns = row.get("feedback_history") or []
+    return [(Answer(passes=list(t["passes"]), instcount_input=t.get("instcount_input"),
+                    instcount_output=t.get("instcount_output"), optimized_ir=t.get("optimized_ir") or None),
+             t["feedback"]) for t in turns]
+
+
 def build_example(row: Mapping[str, Any], *, with_ir: bool = True) -> tuple[str, str]:
-    """(prompt, answer) texts for one dataset row; `with_ir=False` is the no-optimized-IR ablation."""
-    return build_prompt(row["ir"]), build_answer(answer_from_row(row), with_ir=with_ir)
+    """(prompt, answer) texts for one dataset row; `with_ir=False` is the no-optimized-IR ablation.
+
+    Feedback rows (optional columns `feedback_history`, `verdict`) carry the earlier turns in the prompt.
+    """
+    return build_prompt(row["ir"], history_from_row(row)), build_answer(answer_from_row(row), with_ir=with_ir)
 
 
 def _section(text: str, open_tag: str, close_tag: str) -> tuple[str | None, bool]:
