@@ -196,6 +196,8 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
         state = json.loads((ckpt / "trainer_state.json").read_text())
         if main:
             print(f"resuming from step {state['step']} ({state['tokens']} tokens)")
+            for log in ("train_log.csv", "validation_log.csv"):  # drop rows logged after that checkpoint
+                _truncate_log(out / log, state["step"])
 
     def save_checkpoint() -> None:
         tmp = out / "checkpoint.tmp"
@@ -258,8 +260,10 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
     world, rank = accelerator.num_processes, accelerator.process_index
     model.train()
     bar = tqdm(total=cfg.max_steps, initial=state["step"], disable=not (progress and main), desc="train")
-    t_log, tokens_log, start = time.time(), 0, time.time()
+    # tokens/s counts training compute only (not validation or checkpoint time)
+    busy, tokens_log, start = 0.0, 0, time.time()
     while state["step"] < cfg.max_steps:
+        t_step = time.time()
         step = state["step"]
         lr = lr_at(step, cfg)
         for group in optimizer.param_groups:
@@ -282,14 +286,14 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
             accelerator.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        busy += time.time() - t_step
         state["step"] += 1
         bar.update(1)
         if state["step"] % cfg.log_interval == 0 or state["step"] == cfg.max_steps:
-            now = time.time()
             row = {"step": state["step"], "epoch": round(state["step"] * cfg.grad_accum * world / schedule.per_epoch, 3),
                    "tokens": state["tokens"], "loss": round(loss_sum, 5), "lr": lr,
-                   "tokens_per_s": round(tokens_log / max(now - t_log, 1e-9), 1), "elapsed_s": round(now - start, 1)}
-            t_log, tokens_log = now, 0
+                   "tokens_per_s": round(tokens_log / max(busy, 1e-9), 1), "elapsed_s": round(time.time() - start, 1)}
+            busy, tokens_log = 0.0, 0
             if main:
                 train_log.write(row)
                 writer.add_scalar("train/loss", row["loss"], row["step"])
@@ -311,6 +315,15 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
         writer.close()
     accelerator.wait_for_everyone()
     return final
+
+
+def _truncate_log(path: Path, step: int) -> None:
+    if not path.exists():
+        return
+    lines = path.read_text().splitlines(keepends=True)
+    keep = lines[:1] + [ln for ln in lines[1:] if int(ln.split(",", 1)[0]) <= step]
+    if len(keep) != len(lines):
+        path.write_text("".join(keep))
 
 
 def _last_row(path: Path) -> dict[str, float]:
