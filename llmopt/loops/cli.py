@@ -56,7 +56,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from llmopt.loops.bench import run_bench
 
     return run_bench(n_shapes=args.n_shapes, search_seconds=args.search_seconds, out_dir=args.out,
-                     policy_path=args.policy, searches=args.searches.split(",") if args.searches else None)
+                     policy_path=args.policy, searches=args.searches.split(",") if args.searches else None,
+                     refine=None if args.refine == "none" else args.refine, refine_seconds=args.refine_seconds)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -95,6 +96,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="time per search; 0 = the policy's own time (tuning + measuring its schedule)")
     p.add_argument("--searches", default=None, help="comma-separated subset of searches")
     p.add_argument("--policy", default=str(DEFAULT_POLICY))
+    p.add_argument("--refine", default="greedy1", help="also bench policy + this search ('none' to skip)")
+    p.add_argument("--refine-seconds", type=float, default=1.0)
     p.add_argument("--out", default="docs/results/loops")
     p.set_defaults(func=cmd_bench)
 

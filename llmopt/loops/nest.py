@@ -16,7 +16,7 @@ accumulates into a zeroed temporary `T` (shape of the output), the write-back ne
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 Index = tuple[tuple[tuple[str, int], ...], ...]  # per dimension: ((iterator, coefficient), ...)
 
@@ -143,7 +143,6 @@ class Nest:
     compute: tuple[Loop, ...]
     writeback: tuple[Loop, ...]
     cursor: int = 0
-    _cache: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def untiled(cls, op: Contraction) -> Nest:
@@ -163,7 +162,7 @@ class Nest:
 
     def with_loops(self, loops: list[Loop] | tuple[Loop, ...], n_compute: int, cursor: int) -> Nest:
         loops = tuple(loops)
-        return replace(self, compute=loops[:n_compute], writeback=loops[n_compute:], cursor=cursor, _cache={})
+        return replace(self, compute=loops[:n_compute], writeback=loops[n_compute:], cursor=cursor)
 
     def schedule_key(self) -> tuple:
         """What the generated code depends on (not the cursor)."""
