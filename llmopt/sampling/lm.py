@@ -1,0 +1,173 @@
+"""A loaded pass-list model and a prefix-tree decoder that reuses the key/value cache.
+
+`PassListLM` holds (model, tokenizer, grammar) and turns an IR into prompt token ids.
+`TreeDecoder` answers "log-probabilities of the next token after prompt + these answer tokens"
+for any prefix, which is all greedy, nucleus and Priority Sampling need:
+
+* the prompt is encoded once; its KV cache is kept,
+* one working KV cache is cropped back to the longest common prefix with the last decoded
+  sequence and only the new tokens are run (samples of a search tree share their prefixes),
+* the next-token distribution of every visited tree node is memoized (a node is expanded once).
+
+`reuse_cache=False` recomputes prompt + prefix from scratch for every query: the reference the
+tests compare against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from llmopt.model import format as fmt
+from llmopt.model.tokenizer import special_token_id, stop_token_ids
+from llmopt.sampling.base import PromptTooLongError
+from llmopt.sampling.grammar import PassListGrammar
+
+
+def _crop(cache: Any, length: int) -> None:
+    """Shorten a HF cache to its first `length` positions (negative argument: works on HF 4.4x and 5.x)."""
+    excess = cache.get_seq_length() - length
+    if excess > 0:
+        cache.crop(-excess)
+
+
+class PassListLM:
+    """A causal LM that answers pass lists, with its tokenizer and the pass-list grammar.
+
+    `passes` defaults to the vocabulary recorded in the model's `llmopt.json` (or the passes the
+    tokenizer knows).  `max_passes` bounds the length of a generated pass list.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, passes: Sequence[str] | None = None, *,
+                 max_passes: int = 48, context_length: int | None = None, path: str | None = None):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.path = path
+        if passes is None:
+            from llmopt.model.tokenizer import ModelMeta
+
+            passes = ModelMeta.load(path).passes if path else []
+        vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        self.grammar = PassListGrammar(tokenizer, list(passes), vocab_size=vocab_size, max_passes=max_passes)
+        self.passes = list(passes)
+        self.max_passes = max_passes
+        self.context_length = context_length or int(getattr(model.config, "max_position_embeddings", 2048))
+        self.open_id = special_token_id(tokenizer, fmt.PASSES_OPEN)
+        self.stop_ids = set(stop_token_ids(tokenizer, "passes"))
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, *, max_passes: int = 48, threads: int | None = None
+             ) -> PassListLM:
+        """Load a model directory (default: the shipped model); raises ModelNotFoundError."""
+        from llmopt.model.loading import default_model_dir, load_meta, load_model
+
+        if threads:
+            torch.set_num_threads(threads)
+        meta = load_meta(path)
+        model, tokenizer = load_model(path)
+        ctx = meta.extra.get("context_length")
+        directory = str(path) if path is not None else str(default_model_dir())
+        return cls(model, tokenizer, meta.passes, max_passes=max_passes, context_length=ctx, path=directory)
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """Token ids of `prompt` (text up to `<answer>` or a verdict) followed by `<passes>`.
+
+        Raises PromptTooLongError when prompt + the longest pass list exceed the context.
+        """
+        ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        ids = ids + [self.open_id]
+        if len(ids) + self.max_passes + 1 > self.context_length:
+            raise PromptTooLongError(f"prompt of {len(ids)} tokens does not fit the model context "
+                                     f"({self.context_length} tokens)")
+        return ids
+
+    def decoder(self, ir: str | None = None, *, prompt: str | None = None, reuse_cache: bool = True
+                ) -> TreeDecoder:
+        """A `TreeDecoder` for the prompt of `ir` (or an explicit prompt text, e.g. with feedback history)."""
+        if prompt is None:
+            prompt = fmt.build_prompt(ir or "")
+        return TreeDecoder(self, self.prompt_ids(prompt), reuse_cache=reuse_cache)
+
+
+class TreeDecoder:
+    """Next-token log-probabilities for any answer prefix of one prompt, sharing KV caches.
+
+    `calls` counts model forward passes and `tokens_run` the tokens they processed (prompt included).
+    """
+
+    def __init__(self, lm: PassListLM, prompt_ids: list[int], *, reuse_cache: bool = True):
+        self.lm = lm
+        self.prompt_ids = prompt_ids
+        self.reuse_cache = reuse_cache
+        self.memo: dict[tuple[int, ...], torch.Tensor] = {}
+        self.calls = 0
+        self.tokens_run = 0
+        self._cache: Any = None
+        self._fed: list[int] = []  # answer tokens currently in the working cache (after the prompt)
+        if reuse_cache:
+            self._encode_prompt()
+
+    @torch.no_grad()
+    def _forward(self, ids: list[int], cache: Any, use_cache: bool = True) -> tuple[torch.Tensor, Any]:
+        """logits (len(ids), vocab) for `ids` appended to `cache` (None: from scratch)."""
+        input_ids = torch.tensor([ids], dtype=torch.long)
+        out = self.lm.model(input_ids=input_ids, past_key_values=cache, use_cache=use_cache)
+        self.calls += 1
+        self.tokens_run += len(ids)
+        return out.logits[0].float(), out.past_key_values
+
+    def _encode_prompt(self) -> None:
+        logits, self._cache = self._forward(self.prompt_ids, None)
+        self.memo[()] = torch.log_softmax(logits[-1], dim=-1)
+
+    def logprobs(self, tokens: Sequence[int]) -> torch.Tensor:
+        """log p(next token | prompt, `tokens`) as a float tensor of shape (vocab,)."""
+        key = tuple(tokens)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        if not self.reuse_cache:
+            logits, _ = self._forward(self.prompt_ids + list(tokens), None, use_cache=False)
+            self.memo[key] = torch.log_softmax(logits[-1], dim=-1)
+            return self.memo[key]
+        # Longest common prefix with what the working cache holds; run only the rest.
+        lcp = 0
+        while lcp < min(len(self._fed), len(key)) and self._fed[lcp] == key[lcp]:
+            lcp += 1
+        lcp = min(lcp, len(key) - 1)  # at least one token must run to get its logits
+        _crop(self._cache, len(self.prompt_ids) + lcp)
+        logits, self._cache = self._forward(list(key[lcp:]), self._cache)
+        self._fed = list(key)
+        for j in range(len(key) - lcp):  # memoize every node on the way
+            self.memo.setdefault(key[:lcp + j + 1], torch.log_softmax(logits[j], dim=-1))
+        return self.memo[key]
+
+    def masked_logprobs(self, tokens: Sequence[int], grammar: bool = True) -> torch.Tensor:
+        """`logprobs(tokens)` with grammar-illegal tokens at -inf (renormalized over legal tokens)."""
+        lp = self.logprobs(tokens)
+        if not grammar:
+            return lp
+        legal = self.lm.grammar.mask(tokens)
+        width = min(lp.shape[0], legal.shape[0])
+        masked = torch.full_like(lp, float("-inf"))
+        masked[:width] = lp[:width].masked_fill(~legal[:width], float("-inf"))
+        return torch.log_softmax(masked, dim=-1)
+
+    def finished(self, tokens: Sequence[int]) -> bool:
+        """True when `tokens` ends the pass list (a stop token) or reached the length limit."""
+        return bool(tokens) and (tokens[-1] in self.lm.stop_ids or len(tokens) > self.lm.max_passes)
+
+    def sequence_logprob(self, tokens: Sequence[int], grammar: bool = True) -> float:
+        """Sum of log-probabilities of `tokens` (under the grammar-masked distribution when `grammar`)."""
+        return float(sum(self.masked_logprobs(tokens[:i], grammar)[t] for i, t in enumerate(tokens)))
+
+    def text(self, tokens: Sequence[int]) -> str:
+        """The answer text for `tokens`: `<passes>` + decoded tokens."""
+        return fmt.PASSES_OPEN + self.lm.tokenizer.decode(list(tokens), skip_special_tokens=False)
+
+    def passes(self, tokens: Sequence[int]) -> list[str]:
+        """The pass list of a generated token sequence (non-pass tokens dropped; thesis: no-regex cleanup)."""
+        return self.lm.grammar.passes_of(tokens)
