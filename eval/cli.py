@@ -60,6 +60,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-objsize", action="store_true", help="skip object sizes of the chosen lists")
     p.add_argument("--workers", type=int, default=None, help="harness worker processes")
     p.add_argument("--threads", type=int, default=None, help="torch threads for the model")
+    p.add_argument("--max-passes", type=int, default=48, help="longest pass list the model may generate")
     p.add_argument("--cache", default=None, help="harness cache file (default: the shared cache)")
     p.add_argument("--no-cache", action="store_true", help="do not use the harness cache")
     p.add_argument("--chunk", type=int, default=16, help="functions per resumable chunk")
@@ -80,7 +81,7 @@ def handler(args: argparse.Namespace) -> int:
     options = MethodOptions(seed=args.seed, model=args.model, temperature=args.temperature, top_p=args.top_p,
                             greedy_search_budget=args.greedy_search_budget, coreset_candidates=args.coreset_candidates,
                             coreset_train=args.coreset_train, feedback_rounds=args.feedback_rounds,
-                            threads=args.threads)
+                            threads=args.threads, max_passes=args.max_passes)
     cache: str | bool = False if args.no_cache else (args.cache or True)
     cfg = EvalConfig(dataset=args.dataset, out=Path(args.out), methods=methods, samples=args.samples,
                      limit=args.limit, seed=args.seed, train_dataset=args.train_dataset, options=options,

@@ -247,6 +247,7 @@ class MethodOptions:
     coreset_train: int = 300
     feedback_rounds: int = 2
     threads: int | None = None
+    max_passes: int = 48  # longest pass list the model may generate
 
 
 class MethodFactory:
@@ -266,7 +267,8 @@ class MethodFactory:
         if self._lm is None:
             from llmopt.sampling import PassListLM
 
-            self._lm = PassListLM.load(self.options.model, threads=self.options.threads)
+            self._lm = PassListLM.load(self.options.model, threads=self.options.threads,
+                                      max_passes=self.options.max_passes)
         return self._lm
 
     def build(self, name: str) -> Strategy:
