@@ -337,22 +337,10 @@ class MethodFactory:
 
 def feedback_strategy(module: Any, lm: Any, harness: Any, mode: str | None, options: MethodOptions,
                       name: str) -> Strategy:
-    """Adapt llmopt.feedback to the strategy seam (its own Strategy if it offers one)."""
-    factory = getattr(module, "FeedbackStrategy", None) or getattr(module, "CompilerFeedback", None)
+    """llmopt.feedback's strategy: the plain answer, then up to `rounds` retries with compiler feedback."""
+    factory = getattr(module, "FeedbackStrategy", None)
     if factory is None:
-        raise MethodError("feedback: llmopt.feedback offers no strategy class (FeedbackStrategy)")
-    kwargs: dict[str, Any] = {}
-    import inspect
-
-    params = inspect.signature(factory).parameters
-    if "mode" in params and mode:
-        kwargs["mode"] = mode
-    if "rounds" in params:
-        kwargs["rounds"] = options.feedback_rounds
-    if "harness" in params:
-        kwargs["harness"] = harness
-    if "seed" in params:
-        kwargs["seed"] = options.seed
-    strategy = factory(lm, **kwargs)
+        raise MethodError("feedback: llmopt.feedback offers no FeedbackStrategy")
+    strategy = factory(lm, harness, form=mode or "fast", rounds=options.feedback_rounds)
     strategy.name = name
     return strategy

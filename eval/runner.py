@@ -327,8 +327,12 @@ def run_eval(cfg: EvalConfig) -> dict:
 # ---------------------------------------------------------------- aggregation
 
 
-def _group_of(fn: Function) -> str:
-    return fn.source.split(":", 1)[0] if fn.source.startswith(("dir:", "file:")) else fn.source
+def _grouper(functions: Sequence[Function], max_groups: int = 12) -> Any:
+    """Source -> dataset group: the full source (`pypi:zlib-ng`) when there are few, else its prefix (`pypi`)."""
+    sources = {fn.source for fn in functions}
+    if len(sources) <= max_groups and not any(s.startswith(("dir:", "file:")) for s in sources):
+        return lambda fn: fn.source
+    return lambda fn: fn.source.split(":", 1)[0]
 
 
 def aggregate(functions: Sequence[Function], base: dict[str, dict], records: dict[tuple[str, str], dict],
@@ -344,6 +348,7 @@ def aggregate(functions: Sequence[Function], base: dict[str, dict], records: dic
         "methods": {}, "by_source": {}, "by_size": {}, "objsize": {}, "pass_frequency": {},
     }
     k_report = sorted({ks[0], ks[-1]})
+    group_of = _grouper(functions)
     train_lists = {tuple(r["passes"]) for r in train if r.get("passes") is not None}
     for method in methods:
         recs = {fid: r for (m, fid), r in records.items() if m == method}
@@ -372,7 +377,7 @@ def aggregate(functions: Sequence[Function], base: dict[str, dict], records: dic
             groups: dict[str, list] = {}
             sizes: dict[str, list] = {}
             for fn, oz, raw, backed in rows:
-                groups.setdefault(_group_of(fn), []).append((oz, raw, backed))
+                groups.setdefault(group_of(fn), []).append((oz, raw, backed))
                 sizes.setdefault(metrics.size_bin(base[fn.fid]["instcount_input"]), []).append((oz, raw, backed))
             out["by_source"][label] = {g: _pair_summary(v) for g, v in sorted(groups.items())}
             out["by_size"][label] = {b: _pair_summary(sizes[b]) for b in metrics.SIZE_BINS if b in sizes}
