@@ -302,7 +302,7 @@ def run_eval(cfg: EvalConfig) -> dict:
         records = {key: r for key, r in records.items() if key[1] in fids}
         objsizes: dict[tuple[str, str], int | None] = {}
         if cfg.objsize:
-            chosen = chosen_lists(records, base, sorted({ks[0], k_max}))
+            chosen = chosen_lists(records, base, ks)
             objsizes = measure_objsize(chosen, functions, harness, JsonlStore(cfg.out / OBJSIZE), cfg.progress)
         quality: dict | None = None
         if cfg.quality_limit > 0:
@@ -381,14 +381,14 @@ def aggregate(functions: Sequence[Function], base: dict[str, dict], records: dic
                 sizes.setdefault(metrics.size_bin(base[fn.fid]["instcount_input"]), []).append((oz, raw, backed))
             out["by_source"][label] = {g: _pair_summary(v) for g, v in sorted(groups.items())}
             out["by_size"][label] = {b: _pair_summary(sizes[b]) for b in metrics.SIZE_BINS if b in sizes}
-            if objsizes:
-                honesty = []
-                for fn, oz, raw, _ in rows:
-                    if raw.passes is None:
-                        continue
-                    honesty.append((oz, raw.instcount, objsizes.get((fn.fid, json.dumps([OZ]))),
-                                    objsizes.get((fn.fid, json.dumps(raw.passes)))))
-                out["objsize"][label] = metrics.objsize_honesty(honesty)
+        for k in ks if objsizes else ():
+            honesty = []
+            for fn, oz, raw, _ in per_k[k]:
+                if raw.passes is None:
+                    continue
+                honesty.append((oz, raw.instcount, objsizes.get((fn.fid, json.dumps([OZ]))),
+                                objsizes.get((fn.fid, json.dumps(raw.passes)))))
+            out["objsize"][f"{method}@{k}"] = metrics.objsize_honesty(honesty)
         if method not in ("autotuner", "oz"):  # the autotuner's lists are `labels` below
             first = [candidates_of(r)[0].passes for r in recs.values() if r["samples"]]
             out["pass_frequency"][method] = pass_statistics(first, train_lists)
