@@ -61,11 +61,17 @@ class PassListLM:
     @classmethod
     def load(cls, path: str | Path | None = None, *, max_passes: int = 48, threads: int | None = None
              ) -> PassListLM:
-        """Load a model directory (default: the shipped model); raises ModelNotFoundError."""
+        """Load a model directory (default: the shipped model); raises ModelNotFoundError.
+
+        `threads` (default 1, or $LLMOPT_TORCH_THREADS) sets torch's intra-op threads: the compile
+        workers need the other cores, and with oversubscribed cores a small model ran 7-20x slower
+        on 2 threads than on 1 (docs/benchmarks.md, Prediction).
+        """
+        import os
+
         from llmopt.model.loading import default_model_dir, load_meta, load_model
 
-        if threads:
-            torch.set_num_threads(threads)
+        torch.set_num_threads(threads or int(os.environ.get("LLMOPT_TORCH_THREADS", "1")))
         meta = load_meta(path)
         model, tokenizer = load_model(path)
         ctx = meta.extra.get("context_length")

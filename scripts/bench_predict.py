@@ -1,0 +1,127 @@
+"""Benchmark `llmopt predict`: cold-start wall time for one median function, and batch functions/s.
+
+    python scripts/bench_predict.py [--model DIR] [--data DIR] [--write docs/benchmarks.md]
+
+Cold: `llmopt predict FILE --samples K --no-cache` in a fresh process (imports, model load, worker
+start, sampling, compiling) for greedy and PS@10.  Batch: one process, model loaded, `predict_many`
+over the functions (sampling per function, verification batched on 2 compile workers), cache off.
+Functions: the dataset's test split (default: the sample dataset of training/sample_data.py).
+Targets (issue 5): <= 3 s cold with PS@10 on 2 cores; >= 5 functions/s batch with PS@10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTION = "## Prediction"
+
+
+def _rows(data: str | None) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    if data is None:
+        from training.sample_data import cached_sample_dataset
+
+        data = str(cached_sample_dataset(Path(tempfile.gettempdir()) / "llmopt_bench_sample_data"))
+    rows = []
+    for split in ("test", "validation"):
+        path = Path(data) / f"{split}.parquet"
+        if path.exists():
+            rows += pq.read_table(path).to_pylist()
+    return rows
+
+
+def cold(model: str | None, ir_file: Path, strategy: str, samples: int, repeats: int) -> float:
+    """Median wall seconds of a fresh `llmopt predict` process."""
+    cmd = [sys.executable, "-m", "llmopt.cli", "predict", str(ir_file), "--strategy", strategy, "--samples",
+           str(samples), "--no-cache", "--json"] + (["--model", model] if model else [])
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def batch(model: str | None, irs: list[str], strategy: str, samples: int) -> tuple[float, int]:
+    """(functions per second, compilations) of in-process prediction over `irs`."""
+    from llmopt.harness import Harness
+    from llmopt.predict import predict_many
+    from llmopt.sampling import PassListLM, make_strategy
+
+    lm = PassListLM.load(model)
+    strat = make_strategy(strategy, lm=lm)
+    with Harness(workers=2, cache=False) as harness:
+        predict_many(irs[:1], strat, samples, harness)  # warm: workers started, first forward done
+        start = time.perf_counter()
+        out = predict_many(irs, strat, samples, harness)
+        elapsed = time.perf_counter() - start
+    return len(irs) / elapsed, sum(f.compilations for f in out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", help="model directory (default: the shipped model)")
+    parser.add_argument("--data", help="dataset directory (default: the sample dataset)")
+    parser.add_argument("--functions", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--write", help="update the '## Prediction' section of this markdown file")
+    args = parser.parse_args()
+
+    rows = _rows(args.data)
+    rows.sort(key=lambda r: r["n_tokens"])
+    median = rows[len(rows) // 2]
+    irs = [r["ir"] for r in rows[: args.functions]]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "median.ll"
+        path.write_text(median["ir"])
+        results = {"median_function": {"name": median["name"], "n_tokens": median["n_tokens"],
+                                       "instcount_input": median["instcount_input"]},
+                   "functions": len(irs), "mean_tokens": round(statistics.mean(r["n_tokens"] for r in rows[:len(irs)])),
+                   "load_average": os.getloadavg()[0], "cpus": os.cpu_count(), "model": args.model or "default"}
+        for strategy, k in (("greedy", 1), ("priority", 10)):
+            label = "greedy" if strategy == "greedy" else f"PS@{k}"
+            results[f"cold_s[{label}]"] = round(cold(args.model, path, strategy, k, args.repeats), 2)
+            fps, comps = batch(args.model, irs, strategy, k)
+            results[f"batch_functions_per_s[{label}]"] = round(fps, 2)
+            results[f"batch_compilations[{label}]"] = comps
+    print(json.dumps(results, indent=1))
+    if args.write:
+        _write(Path(args.write), results)
+    return 0
+
+
+def _write(path: Path, r: dict) -> None:
+    lines = [SECTION, "",
+             f"`python scripts/bench_predict.py` ({time.strftime('%Y-%m-%d')}; model `{r['model']}`; "
+             f"{r['cpus']} CPUs, load average {r['load_average']:.1f} at the start). Cold = a fresh `llmopt predict` "
+             f"process on the median function ({r['median_function']['n_tokens']} tokens, "
+             f"{r['median_function']['instcount_input']} instructions), result cache off, median of repeats. "
+             f"Batch = `predict_many` over {r['functions']} functions (mean {r['mean_tokens']} tokens), model loaded, "
+             "2 compile workers, cache off.", "",
+             "| strategy | cold start (s) | batch (functions/s) | compilations (batch) |", "|---|---|---|---|"]
+    for label in ("greedy", "PS@10"):
+        lines.append(f"| {label} | {r[f'cold_s[{label}]']} | {r[f'batch_functions_per_s[{label}]']} | "
+                     f"{r[f'batch_compilations[{label}]']} |")
+    lines += ["", "Targets: <= 3 s cold with PS@10; >= 5 functions/s batch with PS@10.", ""]
+    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
+    block = "\n".join(lines)
+    if SECTION in text:
+        text = re.sub(rf"{re.escape(SECTION)}\n.*?(?=\n## |\Z)", block.rstrip("\n") + "\n", text, flags=re.S)
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    path.write_text(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
