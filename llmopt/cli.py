@@ -228,4 +228,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported `llmopt.cli`, not this `__main__` copy: plugins raise llmopt.cli.UsageError,
+    # which must be the class that `main` catches.
+    from llmopt.cli import main as _main
+
+    sys.exit(_main())
