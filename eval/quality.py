@@ -1,7 +1,8 @@
 """Generated-code quality (thesis Fig. 4.4, 4.11): decode whole answers and check the model's optimized IR.
 
-For up to `--quality-limit` functions the model answers greedily to the end (pass list, counts,
-optimized IR).  The pass list is compiled (want_ir) to get the reference IR; the generated IR is
+For up to `--quality-limit` functions the model answers greedily to the end: the pass list is the
+grammar-constrained greedy answer (what `greedy` evaluates), then the model continues freely with
+the counts and the optimized IR.  The pass list is compiled (want_ir) to get the reference IR; the generated IR is
 compared with it (exact match, BLEU) and parsed by LLVM (does it compile?); its parse errors are
 sorted into the categories of thesis Fig. 4.11.  Per-function results go to `DIR/quality.jsonl`
 (resumable).
@@ -19,6 +20,7 @@ from tqdm import tqdm
 from eval.inputs import Function
 from llmopt.llvm.ir import normalize_ir
 from llmopt.model import format as fmt
+from llmopt.sampling.base import PromptTooLongError
 
 QUALITY = "quality.jsonl"
 
@@ -46,14 +48,20 @@ def error_category(message: str | None) -> str:
     return "other"
 
 
-def generate_full(lm: Any, ir: str, max_new_tokens: int) -> str | None:
-    """Greedy answer text for `ir` up to `</s>` (special tokens kept); None if the prompt does not fit."""
+def generate_full(lm: Any, ir: str, max_new_tokens: int, passes: list[str] | None = None) -> str | None:
+    """Greedy answer text for `ir` up to `</s>` (special tokens kept); None if the prompt does not fit.
+
+    With `passes`, the answer starts with that pass list (the grammar-constrained greedy answer) and
+    the model continues with the counts and the optimized IR; without, it decodes the answer freely.
+    """
     import torch
 
     from llmopt.model.tokenizer import stop_token_ids
 
     tok, model = lm.tokenizer, lm.model
-    ids = tok(fmt.build_prompt(ir), add_special_tokens=False)["input_ids"]
+    forced = "" if passes is None else fmt.build_answer(fmt.Answer(passes), with_counts=False, with_ir=False,
+                                                        eos=False)
+    ids = tok(fmt.build_prompt(ir) + forced, add_special_tokens=False)["input_ids"]
     room = lm.context_length - len(ids)
     if room < 16:
         return None
@@ -61,7 +69,7 @@ def generate_full(lm: Any, ir: str, max_new_tokens: int) -> str | None:
         out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                              do_sample=False, max_new_tokens=min(max_new_tokens, room),
                              eos_token_id=stop_token_ids(tok, "ir"), pad_token_id=tok.pad_token_id)
-    return tok.decode(out[0, len(ids):], skip_special_tokens=False).replace(fmt.PAD, "")
+    return forced + tok.decode(out[0, len(ids):], skip_special_tokens=False).replace(fmt.PAD, "")
 
 
 def score_answer(fn: Function, text: str, passes_vocab: Sequence[str], harness: Any, instcount_input: int) -> dict:
@@ -132,8 +140,13 @@ def run_quality(functions: Sequence[Function], factory: Any, harness: Any, cfg: 
     chosen = list(functions)[: cfg.quality_limit]
     todo = [fn for fn in chosen if fn.fid not in done]
     lm = factory.lm if todo else None
+    greedy = factory.build("greedy") if todo else None
     for fn in tqdm(todo, desc="          quality", unit="fn", disable=not cfg.progress, file=sys.stderr):
-        text = generate_full(lm, fn.ir, cfg.quality_max_new_tokens)
+        try:
+            passes = greedy.sample(fn.ir, 1)[0].passes  # type: ignore[union-attr]
+        except PromptTooLongError:
+            passes = None
+        text = generate_full(lm, fn.ir, cfg.quality_max_new_tokens, passes) if passes is not None else None
         if text is None:
             rec = {"fid": fn.fid, "skipped": "prompt too long"}
         else:
