@@ -10,35 +10,42 @@ from eval.methods import needs_model
 BASELINES = ("random", "coreset", "coreset_cover", "greedy_search")
 
 
-def verdicts(results: dict) -> list[str]:
-    """Plain statements of where each model method does / does not beat the model-free baselines, per budget."""
+def verdicts(results: dict) -> tuple[list[str], list[list]]:
+    """Per model method and budget k: the best model-free baseline at the same k, and who wins (raw numbers).
+
+    Returns (plain sentences, table rows [method, k, model %, best baseline@k, baseline %, verdict]).
+    """
     methods = results["methods"]
     model = [m for m in methods if needs_model(m)]
     base = [m for m in methods if m in BASELINES]
-    lines: list[str] = []
     if not model:
-        return ["No model method was evaluated."]
+        return ["No model method was evaluated."], []
+    if not base:
+        return ["No model-free baseline (random, coreset, coreset_cover) was evaluated."], []
+    lines: list[str] = []
+    rows: list[list] = []
     auto = methods.get("autotuner")
     for m in model:
-        losses, wins = [], []
+        loses, ties, beats = [], [], []
         for k, s in methods[m]["samples"].items():
             mine = s["overall_improvement_pct"]
-            for b in base:
-                other = methods[b]["samples"].get(k)
-                if other is None:
-                    continue
-                text = f"{b}@{k} ({other['overall_improvement_pct']:+.2f}% vs {mine:+.2f}%)"
-                (wins if mine > other["overall_improvement_pct"] else losses).append(text)
-        if losses:
-            lines.append(f"**{m} does not beat** " + ", ".join(losses) + ".")
-        if wins:
-            lines.append(f"{m} beats " + ", ".join(wins) + ".")
+            best = max(base, key=lambda b: methods[b]["samples"][k]["overall_improvement_pct"])
+            theirs = methods[best]["samples"][k]["overall_improvement_pct"]
+            verdict = "beats" if mine > theirs + 1e-9 else "ties" if abs(mine - theirs) <= 1e-9 else "loses"
+            rows.append([m, int(k), mine, f"{best}@{k}", theirs, verdict])
+            {"beats": beats, "ties": ties, "loses": loses}[verdict].append(f"k={k} ({mine:+.2f}% vs {best} {theirs:+.2f}%)")
+        if loses:
+            lines.append(f"**{m} does not beat the best baseline** at " + ", ".join(loses) + ".")
+        if ties:
+            lines.append(f"{m} only ties the best baseline at " + ", ".join(ties) + ".")
+        if beats:
+            lines.append(f"{m} beats every baseline at " + ", ".join(beats) + ".")
         if auto:
             a = auto["samples"][str(results["samples"][-1])]["overall_improvement_pct"]
-            best = max(s["overall_improvement_pct"] for s in methods[m]["samples"].values())
-            reach = f"{100 * best / a:.0f}% of" if a > 0 else "vs"
-            lines.append(f"{m}: best {best:+.2f}% over -Oz = {reach} the autotuner's {a:+.2f}% (raw, no backup).")
-    return lines
+            top = max(s["overall_improvement_pct"] for s in methods[m]["samples"].values())
+            share = f" ({100 * top / a:.0f}% of it)" if a > 0 else ""
+            lines.append(f"{m}: best {top:+.2f}% over -Oz vs the autotuner labels' {a:+.2f}%{share}.")
+    return lines, rows
 
 
 def write_all(results: dict, out: Path) -> Path:
@@ -63,8 +70,14 @@ def write_all(results: dict, out: Path) -> Path:
     ]
     for note in results.get("notes", []):
         lines.append(f"- note: {note}")
-    lines += ["", "## Model vs baselines", ""]
-    lines += [f"- {v}" for v in verdicts(results)]
+    lines += ["", "## Model vs baselines (raw, no backup)", ""]
+    sentences, rows = verdicts(results)
+    lines += [f"- {v}" for v in sentences]
+    if rows:
+        table = tables.Table("model_vs_baselines", "Model vs the best model-free baseline at the same budget",
+                             ["method", "samples", "model %", "best baseline", "baseline %", "verdict"], rows)
+        table.write(out / "tables")
+        lines += ["", table.markdown()]
     lines += ["", "## Plots", ""]
     for name, path in images.items():
         lines.append(f"![{name}]({path.relative_to(out).as_posix()})")

@@ -242,7 +242,7 @@ def _check_config(cfg: EvalConfig) -> None:
     ident = {"dataset": cfg.dataset, "limit": cfg.limit, "seed": cfg.seed, "model": cfg.options.model,
              "temperature": cfg.options.temperature, "top_p": cfg.options.top_p,
              "greedy_search_budget": cfg.options.greedy_search_budget}
-    if path.exists():
+    if path.exists() and (cfg.out / RECORDS).exists():
         old = json.loads(path.read_text())
         diff = {k: (old.get(k), v) for k, v in ident.items() if old.get(k) != v}
         if diff:
@@ -262,8 +262,8 @@ def run_eval(cfg: EvalConfig) -> dict:
         raise MethodError("--samples must be positive integers, e.g. 1,3,5,10,30,100")
     k_max = ks[-1]
     methods = expand_methods(cfg.methods)
-    _check_config(cfg)
     functions, described = load_functions(cfg.dataset, cfg.limit, cfg.seed)
+    _check_config(cfg)
     _log(f"{len(functions)} functions from {described}; methods: {', '.join(methods)}; samples: {ks}")
     train = training_rows(cfg.train_dataset, cfg.dataset)
     notes: list[str] = []
