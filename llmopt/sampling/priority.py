@@ -100,7 +100,11 @@ class PrioritySampling:
         prefix: list[int] = []
         prefix_lps: list[float] = []
         score = 0.0  # the root: probability 1
-        while len(samples) < n:
+        # Without the grammar many token sequences clean up to the same (or an empty) pass list; bound the
+        # tree walks so an untrained model cannot spin for minutes looking for n distinct lists.
+        walks_left = n if self.grammar else 4 * n
+        while len(samples) < n and walks_left > 0:
+            walks_left -= 1
             tokens, lps = greedy_continue(decoder, prefix, prefix_lps, self.grammar)
             # Push the alternatives of the new nodes (those past the popped prefix), Algorithm 1 lines 10-15.
             for pos in range(len(prefix), len(tokens)):
