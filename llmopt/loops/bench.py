@@ -74,6 +74,7 @@ def run_bench(n_shapes: int = 20, search_seconds: float = 0.0, out_dir: str | Pa
                 fresh.close()
             row[name] = backend.gflops(res.nest)
             row[name + "_evals"] = res.evaluations
+            row[name + "_s"] = res.seconds
         rows.append(row)
         log(f"{shape}: start {g_start:.2f}  policy {row['policy']:.2f} ({t_policy:.2f} s)  numpy {row['numpy']:.2f}  "
             + "  ".join(f"{n} {row[n]:.2f}" for n in names))
@@ -101,6 +102,7 @@ def _summarize(rows: list[dict], names: list[str], peak: float, search_seconds: 
             "speedup_over_start_mean": float(np.mean([r[name] / r["start"] for r in rows])),
             "vs_numpy_geomean": _geomean([r[name] / r["numpy"] for r in rows]),
             "fraction_of_peak_median": statistics.median(r[name] / peak for r in rows),
+            "seconds_median": statistics.median(r.get(name + "_s", r["policy_s"]) for r in rows),
         }
     return out
 
@@ -112,14 +114,14 @@ def _markdown(rows: list[dict], names: list[str], s: dict) -> str:
              f" (policy median {s['policy_s_median']:.3f} s incl. one compile+measure, "
              f"inference alone {s['policy_infer_s_median'] * 1000:.1f} ms).", "",
              "| method | median GFLOPS | speedup over start (geomean) | (mean) | vs numpy 1-thread (geomean) "
-             "| fraction of peak (median) |", "|---|---|---|---|---|---|"]
+             "| fraction of peak (median) | time (median s) |", "|---|---|---|---|---|---|---|"]
     for name in ["policy", *names]:
         m = s[name]
         lines.append(f"| {name} | {m['gflops_median']:.2f} | {m['speedup_over_start_geomean']:.2f}x "
                      f"| {m['speedup_over_start_mean']:.2f}x | {m['vs_numpy_geomean']:.2f}x "
-                     f"| {m['fraction_of_peak_median']:.2f} |")
-    lines += [f"| start (untiled) | {s['start_gflops_median']:.2f} | 1.00x | 1.00x | | |",
-              f"| numpy 1-thread | {s['numpy_gflops_median']:.2f} | | | 1.00x | |", "",
+                     f"| {m['fraction_of_peak_median']:.2f} | {m['seconds_median']:.2f} |")
+    lines += [f"| start (untiled) | {s['start_gflops_median']:.2f} | 1.00x | 1.00x | | | |",
+              f"| numpy 1-thread | {s['numpy_gflops_median']:.2f} | | | 1.00x | | |", "",
               "Per shape (GFLOPS):", "",
               "| M,N,K | start | policy | " + " | ".join(names) + " | numpy | policy schedule |",
               "|---|" + "---|" * (len(names) + 4)]
