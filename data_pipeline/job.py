@@ -246,6 +246,7 @@ def _run_local(cfg: JobConfig, todo: list[int], work: Callable[[int, Harness], d
     start = time.monotonic()
     bar = _progress(cfg, total, phase)
     bar.update(total - len(todo))
+    fn0, ev0 = stats.functions, stats.evaluations  # rates of this phase only
     try:
         for index in todo:
             before = harness.stats.evaluations
@@ -255,7 +256,8 @@ def _run_local(cfg: JobConfig, todo: list[int], work: Callable[[int, Harness], d
             stats.evaluations += harness.stats.evaluations - before
             stats.counts.update(payload["stats"])
             elapsed = time.monotonic() - start
-            bar.set_postfix(fn_s=f"{stats.functions / elapsed:.2f}", evals_s=f"{stats.evaluations / elapsed:.0f}")
+            bar.set_postfix(fn_s=f"{(stats.functions - fn0) / elapsed:.2f}",
+                            evals_s=f"{(stats.evaluations - ev0) / elapsed:.0f}")
             bar.update(1)
     finally:
         bar.close()
@@ -276,6 +278,7 @@ def _run_ray(cfg: JobConfig, todo: list[int], phase: str, stats: JobStats, total
     bar = _progress(cfg, total, phase)
     bar.update(total - len(todo))
     start = time.monotonic()
+    fn0, ev0 = stats.functions, stats.evaluations  # rates of this phase only
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -286,7 +289,8 @@ def _run_ray(cfg: JobConfig, todo: list[int], phase: str, stats: JobStats, total
             stats.evaluations += evaluations
             stats.counts.update(payload["stats"])
             elapsed = time.monotonic() - start
-            bar.set_postfix(fn_s=f"{stats.functions / elapsed:.2f}", evals_s=f"{stats.evaluations / elapsed:.0f}")
+            bar.set_postfix(fn_s=f"{(stats.functions - fn0) / elapsed:.2f}",
+                            evals_s=f"{(stats.evaluations - ev0) / elapsed:.0f}")
             bar.update(1)
     finally:
         bar.close()
@@ -368,7 +372,7 @@ def run_job(cfg: JobConfig, phases: tuple[str, ...] = ("p1", "p2", "write")) -> 
         else:
             _run_local(cfg, todo, lambda i, h: run_phase2_shard(cfg, i, kept[i], lists, h), "p2", stats, n)
     if "write" in phases:
-        write_output(cfg, n)
+        stats.functions = sum(write_output(cfg, n).values())  # rows in the dataset (phases re-count them)
     stats.seconds = time.monotonic() - start
     return stats
 

@@ -23,6 +23,7 @@ def write_atomic(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes files private; shards and cards are ordinary files
         os.replace(tmp, path)  # atomic on POSIX: the shard is either absent or complete
     except BaseException:
         if os.path.exists(tmp):

@@ -59,3 +59,19 @@ def test_split_is_stable_and_disjoint():
     # Known values pin the rule: changing it would move functions between train and test.
     assert split_of("0" * 64) == "test"
     assert split_of("f" * 64) == "train"
+
+
+def test_config_file_with_command_line_overrides(tmp_path: Path):
+    import argparse
+    import json
+
+    from data_pipeline.cli import add_parser, config_from_args
+
+    cfg_file = tmp_path / "job.json"
+    cfg_file.write_text(json.dumps({"sources": ["csmith:5"], "out": str(tmp_path / "o"), "budget": 50}))
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["datagen", "--config", str(cfg_file), "--budget", "70"])
+    cfg = config_from_args(args)
+    assert (cfg.sources, cfg.budget, cfg.greedy_steps) == (["csmith:5"], 70, 4)
+    assert args.func is not None
