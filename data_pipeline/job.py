@@ -234,8 +234,22 @@ def _progress(cfg: JobConfig, total: int, desc: str):
     return tqdm(total=total, desc=desc, unit="shard", disable=not cfg.progress, dynamic_ncols=True)
 
 
+def _open_cache(cfg: JobConfig) -> ResultCache:
+    import sqlite3
+
+    # Parallel tasks opening a fresh SQLite file race to switch it to WAL ("database is locked").
+    for attempt in range(20):
+        try:
+            return ResultCache(cfg.cache)
+        except sqlite3.OperationalError:
+            if attempt == 19:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 def _make_harness(cfg: JobConfig, workers: int | None = None) -> Harness:
-    cache = ResultCache(cfg.cache) if cfg.cache else True
+    cache = _open_cache(cfg) if cfg.cache else True
     return Harness(workers=workers or cfg.workers, timeout=cfg.eval_timeout, cache=cache)
 
 
@@ -273,6 +287,8 @@ def _run_ray(cfg: JobConfig, todo: list[int], phase: str, stats: JobStats, total
     if not ray.is_initialized():
         ray.init(address=cfg.address, ignore_reinit_error=True, log_to_driver=False)
     remote = ray.remote(num_cpus=1)(_ray_task)
+    if cfg.cache:
+        _open_cache(cfg)  # create the file and switch it to WAL once, before the tasks open it
     out = Path(cfg.out)
     pending = {remote.remote(cfg, phase, index, *args_of(index)): index for index in todo}
     bar = _progress(cfg, total, phase)

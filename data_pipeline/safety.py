@@ -98,12 +98,14 @@ def run_with_functions(module_ir: str, optimized: dict[str, str], tmp: Path, tim
 def check_program(module_ir: str, optimized: dict[str, str], timeout: float = 10.0) -> dict[str, str]:
     """{function: optimized module} -> {function: "ok" | "changed" | "timeout" | "error" | "unverified"}.
 
-    "unverified": the reference build itself failed or timed out, so nothing can be accepted.
+    "unverified": the reference build failed, timed out or exited non-zero, so nothing can be accepted.
     """
     with tempfile.TemporaryDirectory(prefix="llmopt-safety-") as tmpdir:
         tmp = Path(tmpdir)
         ref = run_reference(module_ir, tmp, timeout)
-        if not ref.ok:
+        if not ref.ok or ref.returncode != 0:
+            # A program that hangs, crashes or exits non-zero at -Oz has no trustworthy output to
+            # compare (seen: a csmith program exiting 44 at -Oz and segfaulting in the split build).
             return {name: "unverified" for name in optimized}
         limit = timeout  # the reference finished within `timeout`; a label may not take longer
 
