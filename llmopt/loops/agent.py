@@ -44,7 +44,10 @@ def _make_env(shapes, rank: int, seed: int):
     def make():
         from stable_baselines3.common.monitor import Monitor
 
-        env = Monitor(LoopTuneEnv(shapes))
+        from llmopt.loops.backend import Backend
+
+        # Measurements stay in the result cache; the thousands of .so files need not.
+        env = Monitor(LoopTuneEnv(shapes, backend=Backend(keep_objects=False)))
         env.reset(seed=seed + rank)
         return env
 

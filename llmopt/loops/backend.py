@@ -71,12 +71,13 @@ class Backend:
 
     def __init__(self, cache: ResultCache | None = None, cache_dir: str | os.PathLike | None = None,
                  target: Target | None = None, min_seconds: float = 0.01, timeout: float = 30.0,
-                 compile_threads: int = 2, worker: KernelWorker | None = None):
+                 compile_threads: int = 2, worker: KernelWorker | None = None, keep_objects: bool = True):
         self.cache = cache if cache is not None else ResultCache(DEFAULT_CACHE_DIR / "loops.sqlite")
         self.cache_dir = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR / "loops_so"
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.target = target or host_target()
         self.min_seconds = min_seconds
+        self.keep_objects = keep_objects  # False: delete each .so once measured (training makes thousands)
         self._owns_worker = worker is None
         self.worker = worker if worker is not None else KernelWorker(timeout=timeout)
         self._clang = find_toolchain().clang
@@ -134,6 +135,8 @@ class Backend:
                 with self._lock:
                     fresh[k] = self.worker.measure(str(so), todo[k].op, True, self.min_seconds)
                     self.measurements += 1
+                if not self.keep_objects:
+                    so.unlink(missing_ok=True)
             self.cache.put_many(fresh)
             found.update(fresh)
         return [found[k] for k in keys]
