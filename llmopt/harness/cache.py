@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,18 @@ class ResultCache:
         self._local = threading.local()
         self.hits = 0
         self.misses = 0
-        with self._conn() as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        # Switching a new database to WAL and creating the table can meet SQLITE_BUSY without the busy
+        # handler when several processes open the same new file at once: retry briefly.
+        for attempt in range(50):
+            try:
+                self._conn().execute(
+                    "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                break
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or attempt == 49:
+                    raise
+                self._local.conn = None
+                time.sleep(0.05 * (attempt + 1))
 
     def _conn(self) -> sqlite3.Connection:
         # One connection per thread and per process: sqlite connections must not cross forks.
