@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Callable
 
 from llmopt.llvm.capi import Context, LLVMError, Module
 
@@ -17,15 +18,11 @@ _context: Context | None = None
 _parsed: OrderedDict[str, Module] = OrderedDict()
 
 
-def _module_for(ir: str, version: int | None) -> Module:
-    global _context
-    if _context is None:
-        _context = Context(version)
-    key = hashlib.sha1(ir.encode()).hexdigest()
+def _memoized(key: str, make: Callable[[], Module]) -> Module:
+    """The module kept under `key`, made (and the least recently used one dropped) on a miss."""
     module = _parsed.get(key)
     if module is None:
-        module = _context.parse(ir)
-        _parsed[key] = module
+        module = _parsed[key] = make()
         if len(_parsed) > _MAX_PARSED:
             _parsed.popitem(last=False)[1].dispose()
     else:
@@ -33,22 +30,25 @@ def _module_for(ir: str, version: int | None) -> Module:
     return module
 
 
+def _module_for(ir: str, version: int | None) -> Module:
+    global _context
+    if _context is None:
+        _context = Context(version)
+    context = _context
+    return _memoized(hashlib.sha1(ir.encode()).hexdigest(), lambda: context.parse(ir))
+
+
 def _after_prefix(ir: str, prefix: str, version: int | None) -> Module:
-    key = hashlib.sha1(ir.encode()).hexdigest() + "|" + prefix
-    module = _parsed.get(key)
-    if module is None:
+    def make() -> Module:
         module = _module_for(ir, version).clone()
         try:
             module.run_passes(prefix)
         except LLVMError:
             module.dispose()
             raise
-        _parsed[key] = module
-        if len(_parsed) > _MAX_PARSED:
-            _parsed.popitem(last=False)[1].dispose()
-    else:
-        _parsed.move_to_end(key)
-    return module
+        return module
+
+    return _memoized(hashlib.sha1(ir.encode()).hexdigest() + "|" + prefix, make)
 
 
 def evaluate(task: dict) -> dict:
