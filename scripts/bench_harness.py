@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from data_pipeline.sources.csmith import generate as csmith_program
 from llmopt.harness import Harness
 from llmopt.llvm.capi import Context
 from llmopt.llvm.ir import normalize_ir, split_functions
@@ -35,8 +36,7 @@ def build_corpus(n_programs: int = 6) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(1, n_programs + 1):
             src = Path(tmp) / f"p{seed}.c"
-            src.write_text(subprocess.run(["csmith", "--seed", str(seed), "--max-funcs", "4", "--no-arrays"],
-                                          capture_output=True, text=True, check=True).stdout)
+            src.write_text(csmith_program(seed, ("--max-funcs", "4", "--no-arrays")))
             out = Path(tmp) / f"p{seed}.ll"
             subprocess.run([clang, "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w",
                             "-I/usr/include/csmith", "-o", str(out), str(src)], check=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from data_pipeline.sources.csmith import generate as csmith_program
 from llmopt.llvm.ir import normalize_ir, split_functions
 from llmopt.llvm.toolchain import find_toolchain
 
@@ -35,8 +36,7 @@ def corpus(tmp_path_factory) -> list[str]:
     if shutil.which("csmith"):
         for seed in (1, 2):
             src = tmp / f"csmith{seed}.c"
-            src.write_text(subprocess.run(["csmith", "--seed", str(seed), "--max-funcs", "4", "--no-arrays"],
-                                          capture_output=True, text=True, check=True).stdout)
+            src.write_text(csmith_program(seed, ("--max-funcs", "4", "--no-arrays")))
             ir = compile_c(src, tmp / f"csmith{seed}.ll", ["-I/usr/include/csmith"])
             for name, module in split_functions(ir):
                 if name.startswith("func_") or name == "main":

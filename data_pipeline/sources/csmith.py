@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,10 +45,12 @@ class CsmithSource(Source):
                        boilerplate=BOILERPLATE)
 
 
-
 def generate(seed: int, options: tuple[str, ...] = CSMITH_OPTIONS) -> str:
     """The program csmith writes for `seed` (deterministic: the same seed gives the same text)."""
-    proc = subprocess.run(["csmith", "--seed", str(seed), *options], capture_output=True, text=True, timeout=60)
+    # csmith drops a platform.info file into its working directory: keep it out of the caller's.
+    with tempfile.TemporaryDirectory() as scratch:
+        proc = subprocess.run(["csmith", "--seed", str(seed), *options], capture_output=True, text=True,
+                              timeout=60, cwd=scratch)
     if proc.returncode != 0:
         raise RuntimeError(f"csmith --seed {seed} failed: {proc.stderr.strip()[:200]}")
     return proc.stdout
