@@ -250,9 +250,12 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
             for k, v in metrics.items():
                 writer.add_scalar(f"validation/{k}", v, state["step"])
             print(f"step {state['step']}: " + ", ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
+            # Best = highest improvement over -Oz; equal improvements (a model that mostly answers -Oz
+            # scores 0.0 at every evaluation) go to the lower validation loss, not the earliest step.
+            rank = (metrics.get("improvement_over_oz", float("-inf")), -metrics["val_loss"])
             best = state["best_improvement"]
-            if "improvement_over_oz" in metrics and (best is None or metrics["improvement_over_oz"] > best):
-                state["best_improvement"] = metrics["improvement_over_oz"]
+            if best is None or rank > tuple(best if isinstance(best, list) else (best, float("-inf"))):
+                state["best_improvement"] = list(rank)
                 export_model(unwrapped, tokenizer, run_meta({"validation": metrics}), out / "best")
 
     # ---- the loop
