@@ -43,7 +43,9 @@ def model_card(run: Path, model: Path, data_dir: Path, command: str) -> str:
     tok = load_tokenizer(model)
     val_rows = read_split(data_dir, "validation")
     cpt = chars_per_token(tok, [r["ir"] for r in val_rows[:200]]) if val_rows else float("nan")
-    data_card = (data_dir / "README.md").read_text().strip().splitlines()[:1] if (data_dir / "README.md").exists() else []
+    # The card's first heading (its YAML front matter, if any, skipped) names the dataset.
+    card_text = (data_dir / "README.md").read_text() if (data_dir / "README.md").exists() else ""
+    data_card = [ln for ln in card_text.splitlines() if ln.startswith("# ")][:1]
     lines = [
         "# llmopt default model",
         "",
@@ -68,7 +70,8 @@ def model_card(run: Path, model: Path, data_dir: Path, command: str) -> str:
     ]
     lines += [f"- {k}: {v:.3f}" for k, v in val.items()] or ["- (none recorded)"]
     lines += ["", "## Reproduce", "", "```", command, "```", "",
-              f"Training logs: `{run}/train_log.csv`, `{run}/validation_log.csv`.", ""]
+              f"Training logs: `{run.relative_to(REPO) if run.is_relative_to(REPO) else run}/train_log.csv` and "
+              "`validation_log.csv` (copies and the curve: `docs/results/training/`).", ""]
     return "\n".join(lines)
 
 
@@ -105,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         from training.train import train
 
         train(cfg)
-    command = "scripts/train_default_model.sh " + " ".join(sys.argv[1:] if argv is None else argv)
+    given = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--export-only"]
+    command = "scripts/train_default_model.sh " + " ".join(given)
     target = export_default(Path(cfg.out_dir), data_dir, command.strip())
     print(f"default model exported to {target}")
     print(json.dumps(ModelMeta.load(target).extra.get("validation", {}), indent=1))
