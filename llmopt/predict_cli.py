@@ -113,6 +113,7 @@ def run_predict(args: argparse.Namespace) -> int:
     from llmopt.predict import predict_module
 
     with Harness(workers=args.workers, cache=not args.no_cache) as harness:
+        harness.pool.start()  # workers start up while the model loads
         strategy, model = build_strategy(args, harness)
         result = predict_module(ir, strategy, args.samples, harness, oz_backup=not args.no_oz_backup)
         version = harness.version

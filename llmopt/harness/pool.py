@@ -123,9 +123,14 @@ class WorkerPool:
         self._workers: list[_Worker] = []
         self.restarts = 0
 
-    def _ensure_started(self) -> None:
+    def start(self) -> None:
+        """Launch the workers without waiting for them: callers with other start-up work (loading a
+        model) call this first so the workers' imports run on the other core meanwhile."""
         while len(self._workers) < self.n_workers:
             self._workers.append(_Worker(self._ctx, self.target))
+
+    def _ensure_started(self) -> None:
+        self.start()
         for worker in self._workers:
             worker.wait_ready()
 
