@@ -265,17 +265,24 @@ def _run_local(cfg: JobConfig, todo: list[int], work: Callable[[int, Harness], d
         for index in todo:
             before = harness.stats.evaluations
             payload = work(index, harness)
-            write_shard(_shard_path(out, phase, index), payload)
-            stats.functions += len(payload["rows"])
-            stats.evaluations += harness.stats.evaluations - before
-            stats.counts.update(payload["stats"])
-            elapsed = time.monotonic() - start
-            bar.set_postfix(fn_s=f"{(stats.functions - fn0) / elapsed:.2f}",
-                            evals_s=f"{(stats.evaluations - ev0) / elapsed:.0f}")
-            bar.update(1)
+            _record_shard(out, phase, index, payload, harness.stats.evaluations - before, stats, bar,
+                          start, fn0, ev0)
     finally:
         bar.close()
         harness.close()
+
+
+def _record_shard(out: Path, phase: str, index: int, payload: dict, evaluations: int, stats: JobStats, bar,
+                  start: float, fn0: int, ev0: int) -> None:
+    """Write one finished shard atomically, add it to the job's counts, and advance the progress bar
+    (rates since `start` of this phase, from the counts `fn0` / `ev0` it began with)."""
+    write_shard(_shard_path(out, phase, index), payload)
+    stats.functions += len(payload["rows"])
+    stats.evaluations += evaluations
+    stats.counts.update(payload["stats"])
+    elapsed = max(time.monotonic() - start, 1e-9)
+    bar.set_postfix(fn_s=f"{(stats.functions - fn0) / elapsed:.2f}", evals_s=f"{(stats.evaluations - ev0) / elapsed:.0f}")
+    bar.update(1)
 
 
 def _run_ray(cfg: JobConfig, todo: list[int], phase: str, stats: JobStats, total: int,
@@ -300,14 +307,8 @@ def _run_ray(cfg: JobConfig, todo: list[int], phase: str, stats: JobStats, total
             done, _ = ray.wait(list(pending), num_returns=1)
             index = pending.pop(done[0])
             payload, evaluations = ray.get(done[0])
-            write_shard(_shard_path(out, phase, index), payload)  # the driver owns the files
-            stats.functions += len(payload["rows"])
-            stats.evaluations += evaluations
-            stats.counts.update(payload["stats"])
-            elapsed = time.monotonic() - start
-            bar.set_postfix(fn_s=f"{(stats.functions - fn0) / elapsed:.2f}",
-                            evals_s=f"{(stats.evaluations - ev0) / elapsed:.0f}")
-            bar.update(1)
+            # The driver owns the files: tasks only return their rows.
+            _record_shard(out, phase, index, payload, evaluations, stats, bar, start, fn0, ev0)
     finally:
         bar.close()
 
