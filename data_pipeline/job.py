@@ -32,6 +32,7 @@ from data_pipeline.writer import read_shard, write_atomic, write_dataset, write_
 from llmopt.harness import Harness, ResultCache
 from llmopt.llvm.ir import normalize_ir
 from llmopt.llvm.passes import OZ
+from llmopt.run_settings import settings_diff, store_settings
 
 log = logging.getLogger(__name__)
 
@@ -119,14 +120,11 @@ def _shard_path(out: Path, phase: str, index: int) -> Path:
 def _check_config(cfg: JobConfig) -> None:
     path = Path(cfg.out) / "work" / "config.json"
     mine = {k: getattr(cfg, k) for k in JobConfig.ROW_KEYS}
-    if path.exists():
-        theirs = json.loads(path.read_text())
-        diff = {k: (theirs.get(k), v) for k, v in mine.items() if theirs.get(k) != v}
-        if diff:
-            raise JobError(f"{cfg.out} holds a job with other settings {diff} (old, new): use another --out "
-                           "or the old settings to resume")
-    else:
-        write_atomic(path, json.dumps(mine, indent=1).encode())
+    if not path.exists():
+        store_settings(path, mine)
+    elif diff := settings_diff(path, mine):
+        raise JobError(f"{cfg.out} holds a job with other settings {diff} (old, new): use another --out "
+                       "or the old settings to resume")
 
 
 # ---------------------------------------------------------------------------------------------- phase 1

@@ -33,6 +33,7 @@ from eval.methods import (
     needs_model,
 )
 from llmopt.llvm.passes import OZ
+from llmopt.run_settings import settings_diff, store_settings
 from llmopt.sampling.base import PromptTooLongError, Sample, Strategy
 
 RECORDS = "records.jsonl"
@@ -242,14 +243,11 @@ def _check_config(cfg: EvalConfig) -> None:
     ident = {"dataset": cfg.dataset, "limit": cfg.limit, "seed": cfg.seed, "model": cfg.options.model,
              "temperature": cfg.options.temperature, "top_p": cfg.options.top_p,
              "greedy_search_budget": cfg.options.greedy_search_budget}
-    if path.exists() and (cfg.out / RECORDS).exists():
-        old = json.loads(path.read_text())
-        diff = {k: (old.get(k), v) for k, v in ident.items() if old.get(k) != v}
-        if diff:
-            raise MethodError(f"{cfg.out} holds an evaluation with other settings {diff}: use another --out "
-                              "or delete it")
-    else:
-        path.write_text(json.dumps(ident, indent=1))
+    if not (path.exists() and (cfg.out / RECORDS).exists()):
+        store_settings(path, ident)
+    elif diff := settings_diff(path, ident):
+        raise MethodError(f"{cfg.out} holds an evaluation with other settings {diff}: use another --out "
+                          "or delete it")
 
 
 def run_eval(cfg: EvalConfig) -> dict:

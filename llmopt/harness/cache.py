@@ -44,6 +44,7 @@ class ResultCache:
             except sqlite3.OperationalError as err:
                 if "locked" not in str(err) or attempt == 49:
                     raise
+                self._local.conn.close()
                 self._local.conn = None
                 time.sleep(0.05 * (attempt + 1))
 
