@@ -61,10 +61,6 @@ def _load_lm(path: str | None) -> Any:
     from llmopt.model.loading import ModelNotFoundError
 
     try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
         from llmopt.sampling.lm import PassListLM
 
         return PassListLM.load(path)

@@ -52,7 +52,7 @@ def test_lora_finetune_foreign_checkpoint(tmp_path_factory, tmp_path):
                                 log_interval=1, checkpoint_interval=3, eval_interval=0, val_functions=0,
                                 lora={"enabled": True, "r": 4, "alpha": 8}))
     final = train(cfg, progress=False)
-    model, tok = load_model(final)
+    model, tok = load_model(final, engine="transformers")
     assert isinstance(model, LlamaForCausalLM)  # merged: loads without peft
     passes = load_meta(final).passes
     assert passes == vocabulary() and len(pass_token_ids(tok, passes)) == len(passes)

@@ -58,7 +58,7 @@ def test_train_resume_export(data, tmp_path):
     steps = [int(r["step"]) for r in csv.DictReader((out / "train_log.csv").open())]
     assert steps == [2, 4, 6, 8, 10, 12]
     assert _losses(out)[-1] < losses[0]
-    model, tok = load_model(final)
+    model, tok = load_model(final, engine="transformers")
     meta = load_meta(final)
     assert meta.extra["steps"] == 12 and meta.llvm_version == 19 and meta.extra["training_tokens"] > 0
     row = read_split(data, "validation")[0]
@@ -70,7 +70,7 @@ def test_train_resume_export(data, tmp_path):
 def test_validation_callback_metrics(data, tmp_path, harness, monkeypatch):
     out = tmp_path / "run"
     final = train(_cfg(data, out, max_steps=4, checkpoint_interval=4), progress=False)
-    model, tok = load_model(final)
+    model, tok = load_model(final, engine="transformers")
     rows = read_split(data, "validation")[:3]
     callback = ValidationCallback(rows, harness_measure(harness), load_meta(final).passes, max_new_tokens=24)
     metrics = callback(model, tok)

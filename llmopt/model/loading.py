@@ -7,11 +7,12 @@ model card.
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 from typing import Any
 
-from llmopt.model.tokenizer import META_FILE, ModelMeta, load_tokenizer
+from llmopt.model.tokenizer import META_FILE, InferenceTokenizer, ModelMeta, load_tokenizer
 
 DEFAULT_MODEL_DIR = Path(__file__).with_name("default")
 
@@ -34,21 +35,42 @@ def _check_dir(path: Path, default: bool) -> None:
     raise ModelNotFoundError(f"{path} is not an llmopt model directory (needs config.json and {META_FILE})")
 
 
+ENGINES = ("auto", "torch", "transformers")
+
+
 def load_model(path: str | Path | None = None, *, device: str = "cpu", dtype: Any = None,
-               llvm_version: int | None = None) -> tuple[Any, Any]:
+               llvm_version: int | None = None, engine: str = "auto") -> tuple[Any, Any]:
     """(model, tokenizer) from `path`, or from the shipped default model when `path` is None.
 
     The model is in eval mode on `device`.  Pass the LLVM major version in use as
     `llvm_version` to get a warning when the model was trained on data from another version.
+    `engine`: "torch" runs the plain-PyTorch Llama of `llmopt.model.llama` (inference only, no
+    `transformers` import), "transformers" the HF model (needed for training), "auto" (default,
+    or $LLMOPT_ENGINE) the first when it supports the model, else the second.
     """
-    from transformers import AutoModelForCausalLM
-
     directory = Path(path) if path is not None else default_model_dir()
     _check_dir(directory, default=path is None)
     meta = ModelMeta.load(directory)
     if llvm_version is not None and meta.llvm_version is not None and meta.llvm_version != llvm_version:
         warnings.warn(f"model trained on LLVM {meta.llvm_version} data, running with LLVM {llvm_version}: "
                       "its pass lists may be suboptimal", stacklevel=2)
+    engine = os.environ.get("LLMOPT_ENGINE", "auto") if engine == "auto" else engine
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    if engine != "transformers":
+        from llmopt.model import llama
+
+        reason = llama.supports(directory)
+        if reason is None and dtype is None:
+            model = llama.LlamaForInference.from_pretrained(directory)
+            return model.to(device).eval(), InferenceTokenizer(directory)
+        if engine == "torch":
+            raise ValueError(f"{directory}: the torch engine cannot run this model ({reason or 'dtype given'})")
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a weight-loading bar per call is noise in CLI output
+    hf_logging.set_verbosity_error()
     model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype)
     model.to(device).eval()
     return model, load_tokenizer(directory)

@@ -54,6 +54,45 @@ def load_tokenizer(directory: str | Path) -> Any:
     return tokenizer
 
 
+class InferenceTokenizer:
+    """`tokenizer.json` through the `tokenizers` library alone (no `transformers` import: ~2 s faster).
+
+    Answers the calls inference makes of a `PreTrainedTokenizerFast` -- `tok(text,
+    add_special_tokens=False)["input_ids"]`, `decode`, `convert_tokens_to_ids`, `len`, `pad_token_id`,
+    `unk_token_id` -- with the same ids (tests/test_llama.py compares them on IR).
+    """
+
+    def __init__(self, directory: str | Path):
+        from tokenizers import Tokenizer
+
+        directory = Path(directory)
+        self._tok = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        config_path = directory / "tokenizer_config.json"
+        config = json.loads(config_path.read_text()) if config_path.exists() else {}
+        self.pad_token_id = self._id(config.get("pad_token"))
+        self.unk_token_id = self._id(config.get("unk_token"))
+        self.eos_token_id = self._id(config.get("eos_token"))
+
+    def _id(self, token: Any) -> int | None:
+        if isinstance(token, dict):  # older configs store AddedToken objects
+            token = token.get("content")
+        return self._tok.token_to_id(token) if token else None
+
+    def __call__(self, text: str, add_special_tokens: bool = False) -> dict[str, list[int]]:
+        return {"input_ids": self._tok.encode(text, add_special_tokens=add_special_tokens).ids}
+
+    def decode(self, ids: Any, skip_special_tokens: bool = False) -> str:
+        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+        return self._tok.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    def convert_tokens_to_ids(self, token: str) -> int | None:
+        token_id = self._tok.token_to_id(token)
+        return self.unk_token_id if token_id is None else token_id
+
+    def __len__(self) -> int:
+        return self._tok.get_vocab_size(with_added_tokens=True)
+
+
 def pass_token_ids(tokenizer: Any, passes: list[str]) -> dict[str, int]:
     """{pass name: token id}; raises ValueError if a pass is not a single token of `tokenizer`."""
     ids = {}

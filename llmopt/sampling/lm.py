@@ -59,9 +59,12 @@ class PassListLM:
         self.stop_ids = set(stop_token_ids(tokenizer, "passes"))
 
     @classmethod
-    def load(cls, path: str | Path | None = None, *, max_passes: int = 48, threads: int | None = None
-             ) -> PassListLM:
+    def load(cls, path: str | Path | None = None, *, max_passes: int = 48, threads: int | None = None,
+             engine: str = "auto") -> PassListLM:
         """Load a model directory (default: the shipped model); raises ModelNotFoundError.
+
+        `engine` picks the inference code (`llmopt.model.loading.load_model`): by default the
+        plain-PyTorch Llama, which starts ~2 s faster than `transformers` and gives the same logits.
 
         `threads` (default 1, or $LLMOPT_TORCH_THREADS) sets torch's intra-op threads: the compile
         workers need the other cores, and with oversubscribed cores a small model ran 7-20x slower
@@ -73,7 +76,7 @@ class PassListLM:
 
         torch.set_num_threads(threads or int(os.environ.get("LLMOPT_TORCH_THREADS", "1")))
         meta = load_meta(path)
-        model, tokenizer = load_model(path)
+        model, tokenizer = load_model(path, engine=engine)
         ctx = meta.extra.get("context_length")
         directory = str(path) if path is not None else str(default_model_dir())
         return cls(model, tokenizer, meta.passes, max_passes=max_passes, context_length=ctx, path=directory)

@@ -1,0 +1,113 @@
+"""The plain-PyTorch Llama (`llmopt.model.llama`) against `transformers` on the same weights.
+
+Inference uses it by default, so every number llmopt reports rests on it giving the same
+tokens, logits and samples as the HF model that training exported.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from llmopt.model import format as fmt
+from llmopt.model import llama
+from llmopt.model.loading import default_model_dir, load_model
+from llmopt.sampling import PassListLM, make_strategy
+
+
+@pytest.fixture(scope="module")
+def engines():
+    """(torch model, tokenizer), (transformers model, tokenizer) of the shipped default model."""
+    return load_model(engine="torch"), load_model(engine="transformers")
+
+
+def _prompt_ids(tok, example_ir: str) -> list[int]:
+    return tok(fmt.build_prompt(example_ir)[:2500], add_special_tokens=False)["input_ids"]
+
+
+def test_default_model_runs_without_transformers(engines):
+    (model, tok), (hf_model, _) = engines
+    assert isinstance(model, llama.LlamaForInference)
+    assert type(hf_model).__name__ == "LlamaForCausalLM"
+    assert llama.supports(default_model_dir()) is None
+
+
+def test_tokenizer_matches_transformers(engines, example_ir):
+    (_, tok), (_, hf_tok) = engines
+    text = fmt.build_prompt(example_ir) + fmt.build_answer(fmt.Answer(["default<Oz>", "instcombine"], 10, 5))
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    assert ids == hf_tok(text, add_special_tokens=False)["input_ids"]
+    assert tok.decode(ids) == hf_tok.decode(ids, skip_special_tokens=False)
+    assert len(tok) == len(hf_tok) and tok.pad_token_id == hf_tok.pad_token_id
+    assert tok.convert_tokens_to_ids(fmt.PASSES_OPEN) == hf_tok.convert_tokens_to_ids(fmt.PASSES_OPEN)
+
+
+def test_logits_match_transformers_with_cache_and_crop(engines, example_ir):
+    (model, tok), (hf_model, _) = engines
+    ids = torch.tensor([_prompt_ids(tok, example_ir)])
+    with torch.no_grad():
+        ref = hf_model(input_ids=ids).logits[0]
+    full = model(input_ids=ids).logits[0]
+    assert torch.allclose(full, ref, atol=1e-4)
+    # Incremental decoding through the cache, then cropping back and taking another branch.
+    out = model(input_ids=ids[:, :100])
+    out = model(input_ids=ids[:, 100:150], past_key_values=out.past_key_values)
+    assert torch.allclose(out.logits[0], ref[100:150], atol=1e-4)
+    out.past_key_values.crop(-20)
+    assert out.past_key_values.get_seq_length() == 130
+    out = model(input_ids=ids[:, 130:131], past_key_values=out.past_key_values)
+    assert torch.allclose(out.logits[0, 0], ref[130], atol=1e-4)
+
+
+def test_greedy_generate_matches_transformers(engines, example_ir):
+    (model, tok), (hf_model, _) = engines
+    ids = torch.tensor([_prompt_ids(tok, example_ir)[:400]])
+    stop = tok.convert_tokens_to_ids(fmt.EOS)
+    ours = model.generate(ids, max_new_tokens=24, eos_token_id=[stop])
+    with torch.no_grad():
+        theirs = hf_model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, do_sample=False,
+                                   eos_token_id=[stop], pad_token_id=tok.pad_token_id)
+    assert ours.tolist() == theirs.tolist()
+
+
+def test_priority_samples_identical_across_engines(example_ir):
+    from llmopt.llvm.ir import normalize_ir, split_functions
+
+    fn = normalize_ir(next(iter(split_functions(example_ir)))[1])
+    samples = {}
+    for engine in ("torch", "transformers"):
+        lm = PassListLM.load(engine=engine, max_passes=12)
+        samples[engine] = [(c.passes, round(c.score, 4)) for c in make_strategy("priority", lm=lm).sample(fn, 6)]
+    assert samples["torch"] == samples["transformers"] and len(samples["torch"]) == 6
+
+
+def test_grouped_query_attention_and_tied_embeddings_match(tmp_path):
+    """Config variants the default model does not exercise: GQA, tied embeddings, biases."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         tie_word_embeddings=True, attention_bias=True, rope_theta=500.0)
+    LlamaForCausalLM(config).save_pretrained(str(tmp_path))
+    hf_model = LlamaForCausalLM.from_pretrained(str(tmp_path)).eval()
+    model = llama.LlamaForInference.from_pretrained(tmp_path)
+    ids = torch.randint(0, 97, (1, 40))
+    with torch.no_grad():
+        ref = hf_model(input_ids=ids).logits[0]
+    assert torch.allclose(model(input_ids=ids).logits[0], ref, atol=1e-4)
+    out = model(input_ids=ids[:, :30])
+    assert torch.allclose(model(input_ids=ids[:, 30:], past_key_values=out.past_key_values).logits[0], ref[30:],
+                          atol=1e-4)
+    with pytest.raises(ValueError, match="exceed the context"):
+        model(input_ids=torch.zeros(1, 65, dtype=torch.long))
+
+
+def test_unsupported_models_fall_back_or_fail_clearly(tmp_path):
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    (tmp_path / llama.WEIGHTS_FILE).write_bytes(b"")
+    assert "gpt2" in llama.supports(tmp_path)
+    with pytest.raises(ValueError, match="cannot run without transformers"):
+        llama.LlamaForInference.from_pretrained(tmp_path)
