@@ -125,8 +125,8 @@ class Attention(nn.Module):
         if self.kv_heads != self.heads:
             k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
             v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
-        if start == 0:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=s > 1)
+        if start == 0 or s == 1:  # a single new query sees everything cached
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=start == 0 and s > 1)
         else:  # new queries see every cached position and the new ones causally
             total = k.shape[2]
             mask = torch.ones(s, total, dtype=torch.bool).tril(diagonal=total - s)
