@@ -2,7 +2,9 @@
 
 `Backend.gflops(nest)` generates C (codegen), compiles it with clang into a shared object kept
 in a cache directory, checks the result against numpy and times it inside the compiled code in
-a crash-isolated worker.  Measurements are memoized in `ResultCache` under a hash of the
+a crash-isolated worker.  Several kernels missing from the cache compile together (one
+translation unit per batch, batches in parallel threads), because clang's start-up costs more
+than compiling a kernel.  Measurements are memoized in `ResultCache` under a hash of the
 schedule, the code generator version and the machine, so a repeated question never compiles.
 """
 
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from llmopt.harness.cache import DEFAULT_CACHE_DIR, ResultCache, make_key
 from llmopt.llvm.toolchain import find_toolchain
-from llmopt.loops.codegen import CODEGEN_VERSION, PEAK_SOURCE, Target, generate
+from llmopt.loops.codegen import CODEGEN_VERSION, PEAK_SOURCE, Target, batch_source, generate
 from llmopt.loops.nest import Nest
 from llmopt.loops.worker import KernelWorker
 
@@ -71,7 +73,8 @@ class Backend:
 
     def __init__(self, cache: ResultCache | None = None, cache_dir: str | os.PathLike | None = None,
                  target: Target | None = None, min_seconds: float = 0.01, timeout: float = 30.0,
-                 compile_threads: int = 2, worker: KernelWorker | None = None, keep_objects: bool = True):
+                 compile_threads: int = 2, worker: KernelWorker | None = None, keep_objects: bool = True,
+                 max_batch: int = 8):
         self.cache = cache if cache is not None else ResultCache(DEFAULT_CACHE_DIR / "loops.sqlite")
         self.cache_dir = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR / "loops_so"
         self.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -84,6 +87,7 @@ class Backend:
         self._machine = machine_id()
         self._lock = threading.Lock()  # one measurement at a time per backend
         self._threads = compile_threads
+        self.max_batch = max_batch  # kernels per clang run (clang's start-up dominates one kernel)
         self._pool: ThreadPoolExecutor | None = None
         self.compiles = 0  # how many times clang ran (tests check that cache hits avoid it)
         self.measurements = 0
@@ -117,32 +121,59 @@ class Backend:
         return self.measure_many([nest])[0]
 
     def measure_many(self, nests: list[Nest]) -> list[dict]:
-        """Measure several nests: cache first, compile the misses in parallel, time them one by one."""
+        """Measure several nests: cache first, compile the misses in parallel batches (several
+        kernels per clang run, see `batches`), time them one by one."""
         keys = [self.key(n) for n in nests]
         found = self.cache.get_many(list(dict.fromkeys(keys)))
         todo = {k: n for k, n in zip(keys, nests, strict=True) if k not in found}
         if todo:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._threads)
-            futures = {k: self._pool.submit(self._compile_nest, n, k) for k, n in todo.items()}
+            jobs = [(batch, self._pool.submit(self._compile_batch, batch))
+                    for batch in self.batches(list(todo.items()))]
             fresh = {}
-            for k, fut in futures.items():
-                try:
-                    so = fut.result()
-                except (CompileError, subprocess.TimeoutExpired) as err:
-                    fresh[k] = {"ok": False, "error": str(err)}
-                    continue
-                with self._lock:
-                    fresh[k] = self.worker.measure(str(so), todo[k].op, True, self.min_seconds)
-                    self.measurements += 1
+            for batch, fut in jobs:
+                libs = fut.result()
+                for (k, _), lib in zip(batch, libs, strict=True):
+                    if isinstance(lib, str):
+                        fresh[k] = {"ok": False, "error": lib}
+                        continue
+                    with self._lock:
+                        fresh[k] = self.worker.measure(str(lib[0]), todo[k].op, True, self.min_seconds, lib[1])
+                        self.measurements += 1
                 if not self.keep_objects:
-                    so.unlink(missing_ok=True)
+                    for so in {lib[0] for lib in libs if not isinstance(lib, str)}:
+                        so.unlink(missing_ok=True)
             self.cache.put_many(fresh)
             found.update(fresh)
         return [found[k] for k in keys]
 
-    def _compile_nest(self, nest: Nest, key: str) -> Path:
-        return self.compile(generate(nest, self.target), key[:32])
+    def batches(self, items: list) -> list[list]:
+        """Split the kernels to compile into at least `compile_threads` batches of at most
+        `max_batch`, sizes as even as possible, order kept."""
+        n = len(items)
+        count = min(n, max(self._threads, -(-n // self.max_batch)))
+        bounds = [round(i * n / count) for i in range(count + 1)]
+        return [items[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+
+    def _compile_batch(self, batch: list[tuple[str, Nest]]) -> list[tuple[Path, str] | str]:
+        """(shared object, symbol prefix) per (key, nest), or clang's error message.  A batch that
+        fails to compile is retried kernel by kernel, so one bad kernel does not sink the others."""
+        keys, nests = [k for k, _ in batch], [n for _, n in batch]
+        if len(keys) > 1:
+            stem = "b" + hashlib.sha256("|".join(keys).encode()).hexdigest()[:31]
+            try:
+                so = self.compile(batch_source(nests, self.target), stem)
+                return [(so, f"k{j}_") for j in range(len(keys))]
+            except (CompileError, subprocess.TimeoutExpired):
+                pass
+        out: list[tuple[Path, str] | str] = []
+        for k, nest in zip(keys, nests, strict=True):
+            try:
+                out.append((self.compile(generate(nest, self.target), k[:32]), ""))
+            except (CompileError, subprocess.TimeoutExpired) as err:
+                out.append(str(err))
+        return out
 
     def gflops(self, nest: Nest) -> float:
         """GFLOPS of `nest`, 0.0 when its kernel failed (wrong result, crash, timeout)."""

@@ -2,8 +2,9 @@
 
 Every search starts from a nest, explores at most `depth` actions deep, measures states with the
 shared `Backend` (so a state is never compiled twice, across searches too), stops at
-`time_limit` seconds (checked after every 2 measurements, so it overruns by at most one compile
-+ measurement) and returns the best state seen.
+`time_limit` seconds (checked after every batch of up to `BATCH` states, which the backend
+compiles together, so it overruns by at most one such batch, ~0.2 s) and returns the best state
+seen.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import numpy as np
 from llmopt.loops.actions import ACTIONS, apply, is_available
 from llmopt.loops.backend import Backend
 from llmopt.loops.nest import Nest
+
+BATCH = 8  # states measured per backend call: two clang runs of 4 kernels on the 2 compile threads
 
 
 @dataclass
@@ -44,14 +47,14 @@ class _Run:
         return time.monotonic() > self.deadline
 
     def measure(self, nests: list[Nest]) -> list[float]:
-        """GFLOPS of `nests`, in batches of 2 (the compile threads) so the deadline is checked
-        often; states left unmeasured when time runs out get -inf."""
+        """GFLOPS of `nests`, in batches of `BATCH` so the deadline is checked often; states left
+        unmeasured when time runs out get -inf."""
         gs: list[float] = []
-        for i in range(0, len(nests), 2):
+        for i in range(0, len(nests), BATCH):
             if i and self.expired():
                 gs += [float("-inf")] * (len(nests) - i)
                 break
-            gs += self.backend.gflops_many(nests[i : i + 2])
+            gs += self.backend.gflops_many(nests[i : i + BATCH])
         measured = [(n, g) for n, g in zip(nests, gs, strict=True) if g != float("-inf")]
         self.evaluations += len(measured)
         for n, g in measured:
@@ -82,17 +85,21 @@ def greedy(start: Nest, backend: Backend, lookahead: int = 1, time_limit: float 
     for _ in range(depth):
         if run.expired():
             break
-        scored = []
+        # Every child's look-ahead frontier, measured in one call (the backend batches compiles).
+        frontiers = []
         for a, child in children(cur):
             if _state(child) in seen:
                 continue
             frontier = [child]
             for _ in range(lookahead - 1):
                 frontier += [gc for f in frontier for _, gc in children(f)]
-            values = run.measure(frontier)
-            scored.append((max(values), values[0], a, child))
-            if run.expired():
-                break
+            frontiers.append((a, child, frontier))
+        values = run.measure([n for _, _, f in frontiers for n in f])
+        scored, i = [], 0
+        for a, child, frontier in frontiers:
+            vs, i = values[i : i + len(frontier)], i + len(frontier)
+            if vs[0] != float("-inf"):  # measured before time ran out
+                scored.append((max(vs), vs[0], a, child))
         if not scored:
             break
         value, g_child, _, child = max(scored, key=lambda s: (s[0], s[1]))

@@ -45,21 +45,23 @@ def reference(op: Contraction, inputs: list[np.ndarray]) -> np.ndarray:
     return np.einsum(",".join(subs) + "->" + out_sub, *(v.astype(np.float64) for v in views))
 
 
-def _check_and_time(so_path: str, op: Contraction, check: bool, min_seconds: float) -> dict[str, Any]:
+def _check_and_time(so_path: str, op: Contraction, check: bool, min_seconds: float,
+                    prefix: str = "") -> dict[str, Any]:
     lib = ctypes.CDLL(so_path)
-    lib.kernel.argtypes = [ctypes.c_void_p] * 3
-    lib.bench.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double, ctypes.c_int]
-    lib.bench.restype = ctypes.c_double
+    kernel, bench = getattr(lib, prefix + "kernel"), getattr(lib, prefix + "bench")
+    kernel.argtypes = [ctypes.c_void_p] * 3
+    bench.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double, ctypes.c_int]
+    bench.restype = ctypes.c_double
     inputs = random_inputs(op)
     out = np.full(op.shape[op.output.tensor], np.nan, dtype=np.float32)
     ptrs = [a.ctypes.data for a in inputs] + [out.ctypes.data]
     if check:
-        lib.kernel(*ptrs)
+        kernel(*ptrs)
         ref = reference(op, inputs)
         if not np.allclose(out, ref, rtol=1e-3, atol=1e-3):
             err = float(np.nanmax(np.abs(out - ref))) if np.isfinite(out).any() else float("nan")
             return {"ok": False, "error": f"wrong result (max abs error {err:.3g})"}
-    seconds = lib.bench(*ptrs, min_seconds, 1_000_000)
+    seconds = bench(*ptrs, min_seconds, 1_000_000)
     return {"ok": True, "seconds": seconds, "gflops": op.flops / seconds * 1e-9}
 
 
@@ -150,8 +152,10 @@ class KernelWorker:
             self.close()
             return {"ok": False, "error": "kernel crashed the worker"}
 
-    def measure(self, so_path: str, op: Contraction, check: bool = True, min_seconds: float = 0.01) -> dict:
-        return self.call("measure", so_path, op, check, min_seconds)
+    def measure(self, so_path: str, op: Contraction, check: bool = True, min_seconds: float = 0.01,
+                prefix: str = "") -> dict:
+        """Check and time the kernel `{prefix}kernel` / `{prefix}bench` of the library `so_path`."""
+        return self.call("measure", so_path, op, check, min_seconds, prefix)
 
     def close(self) -> None:
         if self._proc is not None:
