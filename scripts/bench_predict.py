@@ -71,6 +71,26 @@ def batch(model: str | None, irs: list[str], strategy: str, samples: int, engine
     return len(irs) / elapsed, sum(f.compilations for f in out)
 
 
+def decode_step_ms(model: str | None, prompt_ir: str, engine: str, steps: int = 200) -> float:
+    """Median ms of one KV-cached decoding step after `prompt_ir`'s prompt (what sampling repeats)."""
+    import torch
+
+    from llmopt.sampling import PassListLM
+    from llmopt.sampling.lm import crop_cache
+
+    lm = PassListLM.load(model, engine=engine)
+    decoder = lm.decoder(prompt_ir)
+    cache, length, token = decoder._cache, len(decoder.prompt_ids), torch.tensor([[lm.open_id]])
+    times = []
+    with torch.no_grad():
+        for _ in range(steps):
+            start = time.perf_counter()
+            lm.model(input_ids=token, past_key_values=cache, use_cache=True)
+            times.append(time.perf_counter() - start)
+            crop_cache(cache, length)  # back to the prompt (either engine's cache)
+    return statistics.median(times) * 1000
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="model directory (default: the shipped model)")
@@ -93,6 +113,7 @@ def main() -> int:
                    "load_average": os.getloadavg()[0], "cpus": os.cpu_count(), "model": args.model or "default"}
         # Both inference engines in the same run: their ratio is what survives a noisy machine.
         for engine in ENGINES:
+            results[f"decode_step_ms[{engine}]"] = round(decode_step_ms(args.model, median["ir"], engine), 2)
             for strategy, k in (("greedy", 1), ("priority", 10)):
                 label = f"{'greedy' if strategy == 'greedy' else f'PS@{k}'}, {engine}"
                 results[f"cold_s[{label}]"] = round(cold(args.model, path, strategy, k, args.repeats, engine), 2)
@@ -117,6 +138,8 @@ def _write(path: Path, r: dict) -> None:
     for label in (f"{s}, {e}" for e in ENGINES for s in ("greedy", "PS@10")):
         lines.append(f"| {label} | {r[f'cold_s[{label}]']} | {r[f'batch_functions_per_s[{label}]']} | "
                      f"{r[f'batch_compilations[{label}]']} |")
+    lines += ["", "One KV-cached decoding step after the median function's prompt (median ms): "
+              + ", ".join(f"{e} {r[f'decode_step_ms[{e}]']}" for e in ENGINES) + "."]
     lines += ["", "Targets: <= 3 s cold with PS@10; >= 5 functions/s batch with PS@10. Engine `torch` is the "
               "plain-PyTorch Llama (`llmopt.model.llama`, the default), `transformers` the HF model on the same "
               "weights.", ""]

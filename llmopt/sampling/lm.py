@@ -27,7 +27,7 @@ from llmopt.sampling.base import PromptTooLongError
 from llmopt.sampling.grammar import PassListGrammar
 
 
-def _crop(cache: Any, length: int) -> None:
+def crop_cache(cache: Any, length: int) -> None:
     """Shorten a HF cache to its first `length` positions (negative argument: works on HF 4.4x and 5.x)."""
     excess = cache.get_seq_length() - length
     if excess > 0:
@@ -147,7 +147,7 @@ class TreeDecoder:
         while lcp < min(len(self._fed), len(key)) and self._fed[lcp] == key[lcp]:
             lcp += 1
         lcp = min(lcp, len(key) - 1)  # at least one token must run to get its logits
-        _crop(self._cache, len(self.prompt_ids) + lcp)
+        crop_cache(self._cache, len(self.prompt_ids) + lcp)
         logits, self._cache = self._forward(list(key[lcp:]), self._cache)
         self._fed = list(key)
         for j in range(len(key) - lcp):  # memoize every node on the way
