@@ -10,12 +10,17 @@ is never worse than -Oz unless `oz_backup=False` (then it is the best model cand
 unchanged input if none compiles).
 
 Module-level answer (`predict_module`): each defined function is extracted (`split_functions`)
-and predicted on its own, as the model was trained; the written module is the *whole* input
-optimized by ONE pass list: of the per-function winners (and -Oz), the one that gives the
-fewest instructions on the whole module, measured by the harness.  This keeps inter-procedural
-passes (inlining of static callees, globals) correct and any `opt` accepts the output.  Splicing
-each function's own result back (extract + optimize + llvm-link) is not done: llvm-extract turns
-internal functions hidden and llvm-link renames them, which changes the module's ABI.
+and predicted on its own, as the model was trained.  The written module is the better (fewer
+instructions, measured by the harness on the whole module) of two ways to apply the answers:
+
+* "single-list": the whole input optimized by ONE pass list, the best of the per-function winners
+  and -Oz.  Inter-procedural passes (inlining of static callees, globals) see the whole module;
+* "per-function": every function optimized with its own winner in the same module, the others
+  frozen meanwhile (`llmopt.llvm.per_function`), so a win found for one function is not lost to
+  the list chosen for another.  No inlining across functions happens in this mode.
+
+Both are plain `opt` passes (plus temporary attributes) on the input, so any `opt` accepts the output
+and the module keeps its symbols and ABI.
 """
 
 from __future__ import annotations
@@ -57,10 +62,11 @@ class ModulePrediction:
     instcount_input: int | None
     instcount_oz: int | None
     instcount_result: int | None
-    passes: list[str]                      # the list applied to the whole module
+    passes: list[str]                      # the list applied to the whole module ("single-list" mode)
     compilations: int
     ir: str | None = None
     notes: list[str] = field(default_factory=list)
+    mode: str = "single-list"              # or "per-function": each function its own `functions[i].passes`
 
 
 def _draw(strategy: Strategy, ir: str, n: int) -> tuple[list[Sample], str | None]:
@@ -129,10 +135,11 @@ def predict_function(ir: str, strategy: Strategy, n: int, harness: Any, *, oz_ba
 
 def predict_module(ir: str, strategy: Strategy, n: int, harness: Any, *, oz_backup: bool = True,
                    version: int | None = None) -> ModulePrediction:
-    """Predict each defined function of `ir`, then optimize the whole module with the best single list.
+    """Predict each defined function of `ir`, then write the module the better way (module docstring).
 
-    The module list is chosen among the distinct per-function winners (and -Oz when `oz_backup`)
-    by the instruction count of the whole optimized module; the returned `ir` is that module.
+    Single-list mode: the list is chosen among the distinct per-function winners (and -Oz when
+    `oz_backup`) by the instruction count of the whole optimized module.  Per-function mode is
+    tried when the functions' winners differ and kept only if it gives fewer instructions.
     """
     from llmopt.llvm.ir import defined_functions, normalize_ir, split_functions
 
@@ -159,5 +166,14 @@ def predict_module(ir: str, strategy: Strategy, n: int, harness: Any, *, oz_back
     # -Oz of the module is always reported; without the backup it just may not be chosen.
     oz = measured[winners.index([OZ])] if [OZ] in winners else harness.oz(ir)
     compilations = sum(f.compilations for f in functions) + len(winners)
+    mode = "single-list"
+    own = [(f.name, f.passes) for f in functions if f.passes]
+    if len(pieces) > 1 and len({tuple(p) for _, p in own}) > 1:  # the functions disagree: try each its own
+        spliced = harness.evaluate_per_function(ir, own, want_ir=True)
+        compilations += 1
+        if spliced.ok and (best_count is None or spliced.instcount < best_count):
+            best, best_count, best_ir, mode = [], spliced.instcount, spliced.ir, "per-function"
+        elif not spliced.ok:
+            notes.append(f"per-function module failed ({spliced.error}): single list used")
     return ModulePrediction(functions, noop.instcount, oz.instcount if oz.ok else None, best_count, best,
-                            compilations, best_ir, notes)
+                            compilations, best_ir, notes, mode)

@@ -120,7 +120,7 @@ def run_predict(args: argparse.Namespace) -> int:
         print(json.dumps({
             "functions": [f.to_json() for f in result.functions],
             "instcount_input": result.instcount_input, "instcount_oz": result.instcount_oz,
-            "instcount_result": result.instcount_result, "passes": result.passes,
+            "instcount_result": result.instcount_result, "passes": result.passes, "module_mode": result.mode,
             "compilations": result.compilations, "strategy": args.strategy, "samples": args.samples,
             "feedback": args.feedback, "llvm_version": version, "model": model, "notes": notes,
         }))
@@ -145,14 +145,16 @@ def _print_table(result: Any, args: argparse.Namespace, model: str | None) -> No
     for name, inp, oz, res, saving, passes in rows:
         print(f"{name:<{width}}  {inp if inp is not None else '?':>6}  {oz if oz is not None else '?':>6}  "
               f"{res if res is not None else '?':>6}  {saving:>7}  {passes}")
+    module_passes = ",".join(result.passes) if result.mode == "single-list" else "(each function its own list)"
     print(f"{'module':<{width}}  {result.instcount_input:>6}  {result.instcount_oz:>6}  {result.instcount_result:>6}  "
-          f"{_saving(result.instcount_oz, result.instcount_result):>7}  {','.join(result.passes)}")
+          f"{_saving(result.instcount_oz, result.instcount_result):>7}  {module_passes}")
     saved = (result.instcount_oz or 0) - (result.instcount_result or 0)
     print(f"saving over -Oz: {saved} instructions ({_saving(result.instcount_oz, result.instcount_result) or '0%'}); "
           f"{result.compilations} compilations; strategy {args.strategy}@{args.samples}"
           + (f" + {args.feedback} feedback x{args.rounds}" if args.feedback else "")
           + (f"; model {model}" if model else ""))
-    print("module answer: one pass list for the whole module, the best of the per-function winners and -Oz")
+    print(f"module answer ({result.mode}): the fewer instructions of one list for the whole module (the best of "
+          "the per-function winners and -Oz) and each function optimized with its own list")
 
 
 def run_feedback_data(args: argparse.Namespace) -> int:

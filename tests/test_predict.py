@@ -60,3 +60,72 @@ def test_predict_cli_errors(tmp_path, capsys):
     assert "malformed" in capsys.readouterr().err
     assert main(["predict", str(EXAMPLES / "example.ll"), "--model", str(tmp_path)]) == 2
     assert "not an llmopt model directory" in capsys.readouterr().err
+
+
+# @a improves only with mem2reg (one block), @b only with simplifycfg (no allocas): no single list
+# serves both, so only the per-function module gets both wins.
+TWO_NEEDS_MODULE = """
+define i32 @a(i32 %x) #0 {
+  %p = alloca i32
+  store i32 %x, ptr %p
+  %v = load i32, ptr %p
+  ret i32 %v
+}
+
+define internal i32 @b(i32 %x) #0 {
+  br label %next
+next:
+  br label %end
+end:
+  ret i32 %x
+}
+
+define i32 @c(i32 %x) #0 {
+  %r = call i32 @b(i32 %x)
+  ret i32 %r
+}
+
+attributes #0 = { minsize optsize nounwind }
+"""
+
+
+class _OwnList:
+    """A strategy with a fixed list per function (mem2reg for @a, simplifycfg for the others)."""
+
+    name = "own-list"
+
+    def sample(self, ir, n):
+        from llmopt.sampling.base import Sample
+
+        return [Sample(["mem2reg"] if "@a(" in ir else ["simplifycfg"], None)]
+
+
+def test_module_per_function_lists_keep_every_win(harness, tmp_path):  # noqa: F811
+    from llmopt.predict import predict_module
+
+    result = predict_module(TWO_NEEDS_MODULE, _OwnList(), 1, harness, oz_backup=False)
+    own = {f.name: f.passes for f in result.functions}
+    assert own["a"] == ["mem2reg"] and own["b"] == ["simplifycfg"]
+    single = min(harness.evaluate(TWO_NEEDS_MODULE, [p]).instcount for p in ("mem2reg", "simplifycfg"))
+    assert result.mode == "per-function" and result.instcount_result < single
+    # Each function was optimized by its own list only: @b (not inlined into the frozen @c) lost its
+    # branches, @a its memory, and the freeze left no trace in the attributes.
+    out = tmp_path / "out.ll"
+    out.write_text(result.ir)
+    subprocess.run([find_toolchain().opt, "-passes=verify", "-disable-output", str(out)], check=True)
+    assert "alloca" not in result.ir and "br label" not in result.ir and "call i32 @b" in result.ir
+    assert "optnone" not in result.ir and "noinline" not in result.ir and "minsize" in result.ir
+    assert harness.evaluate(result.ir, []).instcount == result.instcount_result
+
+
+def test_module_single_list_when_functions_agree(harness):  # noqa: F811
+    from llmopt.predict import predict_module
+
+    class Same(_OwnList):
+        def sample(self, ir, n):
+            from llmopt.sampling.base import Sample
+
+            return [Sample(["default<Oz>"], None)]
+
+    result = predict_module(TWO_NEEDS_MODULE, Same(), 1, harness)
+    assert result.mode == "single-list" and result.passes == ["default<Oz>"]

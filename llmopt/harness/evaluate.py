@@ -119,6 +119,38 @@ class Harness:
                 self.stats.failures += 1
         return results  # type: ignore[return-value]
 
+    def evaluate_per_function(self, ir: str, lists: list[tuple[str, list[str]]], want_ir: bool = False
+                              ) -> EvalResult:
+        """Optimize each named function of `ir` with its own pass list, in one module (cached).
+
+        `lists` is [(function name, passes)], applied in that order; see `llmopt.llvm.per_function`.
+        The result's `passes` is empty: the lists are the ones given.
+        """
+        metric = "instcount+ir" if want_ir else "instcount"
+        try:
+            steps = [(name, build_pipeline(passes, self.version) if passes else "") for name, passes in lists]
+        except UnknownPassError as err:
+            return EvalResult([], False, error=str(err))
+        key = make_key("per-function", self.version, ir_hash(ir), steps, metric)
+        if self.cache is not None:
+            found = self.cache.get_many([key])
+            if key in found:
+                self.stats.cache_hits += 1
+                return self._from_value([], found[key], cached=True)
+        payload = {"ir": ir, "pipeline": "", "version": self.version, "want_ir": want_ir, "objsize": False,
+                   "per_function": steps}
+        outcome = self.pool.run([payload])[0]
+        value = self._value_of(outcome)
+        self.stats.evaluations += 1
+        if outcome.crashed:
+            self.stats.crashes += 1
+        elif self.cache is not None:
+            self.cache.put_many({key: value})
+        result = self._from_value([], value, crashed=outcome.crashed)
+        if not result.ok:
+            self.stats.failures += 1
+        return result
+
     def _payload(self, task: tuple[str, list[str]], pipeline: str, want_ir: bool, objsize: bool) -> dict:
         ir, passes = task
         payload = {"ir": ir, "pipeline": pipeline, "version": self.version, "want_ir": want_ir, "objsize": objsize}

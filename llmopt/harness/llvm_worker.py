@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from llmopt.llvm.capi import Context, LLVMError, Module
+from llmopt.llvm.per_function import run_per_function
 
 _MAX_PARSED = 64
 _context: Context | None = None
@@ -52,10 +53,12 @@ def _after_prefix(ir: str, prefix: str, version: int | None) -> Module:
 
 
 def evaluate(task: dict) -> dict:
-    """task: {ir, pipeline, version, want_ir, objsize, prefix?, rest?} -> {instcount, ir?, objsize?} or {error}.
+    """task: {ir, pipeline, version, want_ir, objsize, prefix?, rest?, per_function?} -> {instcount, ir?,
+    objsize?} or {error}.
 
     With `prefix` (a meta-pass pipeline) and `rest` given, runs `rest` on the memoized result of
-    `prefix` -- the same IR as running `pipeline` whole.
+    `prefix` -- the same IR as running `pipeline` whole.  With `per_function` ([(function, pipeline)]),
+    each function gets its own pipeline (`llmopt.llvm.per_function`) and `pipeline` is ignored.
     """
     try:
         if task.get("prefix"):
@@ -67,9 +70,12 @@ def evaluate(task: dict) -> dict:
         return {"error": message if task.get("prefix") and "error:" not in message else f"invalid IR: {err}"}
     work = module.clone()
     try:
-        pipeline = task["rest"] if task.get("prefix") else task["pipeline"]
-        if pipeline:
-            work.run_passes(pipeline)
+        if task.get("per_function"):  # [(function, pipeline)]: each function its own list
+            run_per_function(work, task["per_function"])
+        else:
+            pipeline = task["rest"] if task.get("prefix") else task["pipeline"]
+            if pipeline:
+                work.run_passes(pipeline)
         broken = work.verify()
         if broken:
             return {"error": f"pipeline produced invalid IR: {broken.splitlines()[0]}"}

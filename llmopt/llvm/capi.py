@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import platform
-from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_void_p
+from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
 
 from llmopt.llvm.toolchain import ToolchainError, find_toolchain
 
@@ -19,6 +19,7 @@ class LLVMError(RuntimeError):
     """An error that LLVM reported through the C API (parse error, bad pipeline...)."""
 
 
+_FUNCTION_INDEX = 0xFFFFFFFF  # LLVMAttributeFunctionIndex (-1 as unsigned)
 _TARGETS = {"x86_64": "X86", "amd64": "X86", "aarch64": "AArch64", "arm64": "AArch64"}
 
 
@@ -61,6 +62,12 @@ def load_library(version: int | None = None) -> ctypes.CDLL:
         "LLVMGetBufferStart": ([c_void_p], c_void_p),
         "LLVMGetBufferSize": ([c_void_p], c_size_t),
         "LLVMDisposeMemoryBuffer": ([c_void_p], None),
+        "LLVMGetNamedFunction": ([c_void_p, c_char_p], c_void_p),
+        "LLVMGetEnumAttributeKindForName": ([c_char_p, c_size_t], c_uint),
+        "LLVMCreateEnumAttribute": ([c_void_p, c_uint, c_uint64], c_void_p),
+        "LLVMGetEnumAttributeAtIndex": ([c_void_p, c_uint, c_uint], c_void_p),
+        "LLVMAddAttributeAtIndex": ([c_void_p, c_uint, c_void_p], None),
+        "LLVMRemoveEnumAttributeAtIndex": ([c_void_p, c_uint, c_uint], None),
     }
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)
@@ -172,6 +179,30 @@ class Module:
         size = c_size_t()
         ptr = self.lib.LLVMGetValueName2(fn, byref(size))
         return ctypes.string_at(ptr, size.value).decode(errors="replace")
+
+    def function(self, name: str) -> int | None:
+        """The handle of function `name`, or None (look functions up by name again after passes ran:
+        a pass may have deleted one)."""
+        return self.lib.LLVMGetNamedFunction(self.handle, name.encode()) or None
+
+    def is_declaration(self, fn: int) -> bool:
+        return bool(self.lib.LLVMIsDeclaration(fn))
+
+    def _attr_kind(self, name: str) -> int:
+        kind = self.lib.LLVMGetEnumAttributeKindForName(name.encode(), len(name))
+        if not kind:
+            raise LLVMError(f"unknown attribute {name!r}")
+        return kind
+
+    def has_fn_attr(self, fn: int, name: str) -> bool:
+        return bool(self.lib.LLVMGetEnumAttributeAtIndex(fn, _FUNCTION_INDEX, self._attr_kind(name)))
+
+    def add_fn_attr(self, fn: int, name: str) -> None:
+        attr = self.lib.LLVMCreateEnumAttribute(self.context.handle, self._attr_kind(name), 0)
+        self.lib.LLVMAddAttributeAtIndex(fn, _FUNCTION_INDEX, attr)
+
+    def remove_fn_attr(self, fn: int, name: str) -> None:
+        self.lib.LLVMRemoveEnumAttributeAtIndex(fn, _FUNCTION_INDEX, self._attr_kind(name))
 
     def instcount_by_function(self) -> dict[str, int]:
         """Instructions per defined function (LLVM's instcount definition)."""
