@@ -43,3 +43,16 @@ def test_hanging_kernel_times_out(tmp_path):
     assert not res["ok"] and "timeout" in res["error"]
     worker.close()
     b.close()
+
+
+def test_tensors_are_placed_at_fixed_page_offsets():
+    """Timings depend on tensor addresses: every measurement uses the same layout."""
+    import numpy as np
+
+    from llmopt.loops.worker import PAGE, STAGGER, placed
+
+    arr = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for slot in range(3):
+        out = placed(arr, slot)
+        assert out.ctypes.data % PAGE == (slot + 1) * STAGGER
+        assert np.array_equal(out, arr) and out.flags.c_contiguous

@@ -22,7 +22,7 @@ from llmopt.harness.cache import DEFAULT_CACHE_DIR, ResultCache, make_key
 from llmopt.llvm.toolchain import find_toolchain
 from llmopt.loops.codegen import CODEGEN_VERSION, PEAK_SOURCE, Target, batch_source, generate
 from llmopt.loops.nest import Nest
-from llmopt.loops.worker import KernelWorker
+from llmopt.loops.worker import MEASURE_VERSION, KernelWorker
 
 # No clang vectorizers: like LoopNest, only the innermost loop of the schedule is vector code.
 COMPILE_FLAGS = ["-O3", "-march=native", "-fno-vectorize", "-fno-slp-vectorize", "-ffp-contract=fast",
@@ -97,7 +97,7 @@ class Backend:
         return self  # a shared service (worker process, cache): copies of an env share it
 
     def key(self, nest: Nest) -> str:
-        return make_key("loops", CODEGEN_VERSION, self._machine, self.target.lanes, self.target.acc_budget,
+        return make_key("loops", CODEGEN_VERSION, MEASURE_VERSION, self._machine, self.target.lanes, self.target.acc_budget,
                         self.min_seconds, nest.schedule_key())
 
     def compile(self, source: str, stem: str) -> Path:
@@ -122,7 +122,7 @@ class Backend:
 
     def measure_many(self, nests: list[Nest]) -> list[dict]:
         """Measure several nests: cache first, compile the misses in parallel batches (several
-        kernels per clang run, see `batches`), time them one by one."""
+        kernels per clang run, see `batches`), then time them one by one."""
         keys = [self.key(n) for n in nests]
         found = self.cache.get_many(list(dict.fromkeys(keys)))
         todo = {k: n for k, n in zip(keys, nests, strict=True) if k not in found}
@@ -131,9 +131,11 @@ class Backend:
                 self._pool = ThreadPoolExecutor(self._threads)
             jobs = [(batch, self._pool.submit(self._compile_batch, batch))
                     for batch in self.batches(list(todo.items()))]
+            # All compiles finish before the first timing: a kernel timed next to a running clang
+            # measured up to 30% slow, enough to pick the wrong winner among candidates.
+            done = [(batch, fut.result()) for batch, fut in jobs]
             fresh = {}
-            for batch, fut in jobs:
-                libs = fut.result()
+            for batch, libs in done:
                 for (k, _), lib in zip(batch, libs, strict=True):
                     if isinstance(lib, str):
                         fresh[k] = {"ok": False, "error": lib}
@@ -213,7 +215,7 @@ class Backend:
 def numpy_gflops(backend: Backend, nest: Nest, min_seconds: float = 0.05) -> float:
     """numpy's single-thread GFLOPS on `nest`'s contraction, measured in the backend's worker
     (which runs with OPENBLAS_NUM_THREADS=1 and threadpoolctl limits); cached per machine."""
-    key = make_key("loops-numpy", backend._machine, nest.op.name)
+    key = make_key("loops-numpy", MEASURE_VERSION, backend._machine, nest.op.name)
     hit = backend.cache.get(key)
     if hit is None:
         with backend._lock:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from llmopt.loops.nest import Access, Loop, Nest, steps
 
-CODEGEN_VERSION = 2
+CODEGEN_VERSION = 3  # 3: page-aligned temporary (worker.MEASURE_VERSION)
 Offset = tuple[tuple[tuple[str, int], ...], int]  # (runtime terms (var, multiplier), constant)
 
 
@@ -240,7 +240,7 @@ def generate(nest: Nest, target: Target | None = None, prefix: str = "") -> str:
 #include <string.h>
 #include <time.h>
 {typedefs}
-static float {temp}[{out_size}] __attribute__((aligned(64)));
+static float {temp}[{out_size}] __attribute__((aligned(4096)));
 
 static void {p}compute(const float* restrict in0, const float* restrict in1) {{
   {ind(compute_lines)}

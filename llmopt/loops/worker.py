@@ -22,6 +22,25 @@ import numpy as np
 
 from llmopt.loops.nest import Contraction
 
+# Where tensors live when a kernel is timed.  A vector kernel's speed depends on its tensors'
+# addresses: a B not aligned to 64 bytes cost one measured kernel a third of its GFLOPS, and the
+# offsets within a 4 KiB page another 20% (cache-set and 4K-aliasing effects), so fresh numpy
+# arrays (16-byte aligned, wherever malloc puts them) made the same kernel measure 75-115 GFLOPS
+# from one call to the next.  Every tensor is therefore placed at a fixed offset in its own pages:
+# tensor j (inputs, then the output) at page + (j + 1) * 1 KiB; the kernel's temporary is
+# page-aligned (codegen), so no two of them share a page offset.
+MEASURE_VERSION = 2  # part of every cached measurement's key (1: unplaced numpy arrays)
+PAGE, STAGGER = 4096, 1024
+
+
+def placed(arr: np.ndarray, slot: int) -> np.ndarray:
+    """A copy of `arr` starting at byte `(slot + 1) * STAGGER` of a page (contiguous, row-major)."""
+    buf = np.empty(arr.nbytes + 2 * PAGE, dtype=np.uint8)
+    start = (-buf.ctypes.data) % PAGE + (slot + 1) * STAGGER
+    out = buf[start : start + arr.nbytes].view(arr.dtype).reshape(arr.shape)
+    out[...] = arr
+    return out  # keeps `buf` alive through its .base
+
 
 def random_inputs(op: Contraction, seed: int = 0) -> list[np.ndarray]:
     """Float32 inputs in [-1, 1), one array per input tensor (row-major, contiguous)."""
@@ -52,8 +71,8 @@ def _check_and_time(so_path: str, op: Contraction, check: bool, min_seconds: flo
     kernel.argtypes = [ctypes.c_void_p] * 3
     bench.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double, ctypes.c_int]
     bench.restype = ctypes.c_double
-    inputs = random_inputs(op)
-    out = np.full(op.shape[op.output.tensor], np.nan, dtype=np.float32)
+    inputs = [placed(a, j) for j, a in enumerate(random_inputs(op))]
+    out = placed(np.full(op.shape[op.output.tensor], np.nan, dtype=np.float32), len(inputs))
     ptrs = [a.ctypes.data for a in inputs] + [out.ctypes.data]
     if check:
         kernel(*ptrs)
@@ -78,7 +97,7 @@ def _numpy_gflops(op: Contraction, min_seconds: float) -> dict[str, Any]:
         from threadpoolctl import threadpool_limits
     except ImportError:  # OPENBLAS_NUM_THREADS=1 in the worker's environment does the same
         threadpool_limits = None
-    a, b = random_inputs(op)
+    a, b = (placed(x, j) for j, x in enumerate(random_inputs(op)))
     fn = (lambda: a @ b) if op.name.startswith(("mm_", "bmm_")) else (lambda: reference(op, [a, b]))
     limits = threadpool_limits(1) if threadpool_limits else contextlib.nullcontext()
     with limits:
