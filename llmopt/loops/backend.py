@@ -131,8 +131,8 @@ class Backend:
                 self._pool = ThreadPoolExecutor(self._threads)
             jobs = [(batch, self._pool.submit(self._compile_batch, batch))
                     for batch in self.batches(list(todo.items()))]
-            # All compiles finish before the first timing: a kernel timed next to a running clang
-            # measured up to 30% slow, enough to pick the wrong winner among candidates.
+            # All compiles finish before the first timing, so no clang of ours competes with it
+            # (fastest-of-repeats absorbed that well in a test; this removes the question).
             done = [(batch, fut.result()) for batch, fut in jobs]
             fresh = {}
             for batch, libs in done:
