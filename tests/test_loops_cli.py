@@ -14,12 +14,13 @@ def test_tune_json(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(backend_mod, "DEFAULT_CACHE_DIR", tmp_path)
     assert main(["tune", "64", "80", "96", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    for key in ("schedule", "gflops", "gflops_start", "gflops_numpy", "peak_gflops", "seconds"):
+    for key in ("schedule", "gflops", "gflops_start", "gflops_numpy", "peak_gflops", "seconds", "candidates"):
         assert key in out
-    assert out["gflops"] > 0 and out["seconds"] < 5
+    assert out["gflops"] > 0 and out["seconds"] < 5 and out["candidates"] > 1
 
 
-def test_bad_shape_is_one_line_error(capsys):
-    assert main(["tune", "0", "64", "64"]) == 2
+@pytest.mark.parametrize("argv", [["tune", "0", "64", "64"], ["tune", "64", "64", "64", "--candidates", "0"]])
+def test_bad_input_is_one_line_error(capsys, argv):
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and err.count("\n") == 1

@@ -1,12 +1,15 @@
 """Train and apply the LoopTune policy (sb3-contrib MaskablePPO on CPU).
 
 Training is resumable: every chunk of steps saves `<run_dir>/policy.zip` (the model) and
-`<run_dir>/progress.json`; a restarted run continues from there.  Inference (`Policy.schedule`)
+`<run_dir>/progress.json`; a restarted run continues from there.  Inference (`Policy.actions`)
 needs no measurement: 10 forward passes choose 10 masked actions, which is why tuning is fast.
+`Policy.candidates` expands the policy into its N most confident distinct schedules (Priority
+Sampling, thesis ch. 6) for the caller to measure and keep the fastest.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import time
 from dataclasses import dataclass
@@ -93,8 +96,20 @@ def train(run_dir: str | Path, cfg: TrainConfig | None = None, log=print) -> Pat
     return model_path
 
 
+@dataclass
+class Candidate:
+    """One rollout of the policy: its final nest, the actions taken, their summed log-probability
+    and the priority at which Priority Sampling branched it off (0.0 for the greedy rollout)."""
+
+    nest: Nest
+    actions: list[str]
+    log_prob: float
+    priority: float = 0.0
+
+
 class Policy:
-    """A trained policy applied greedily with the action mask (no measurements)."""
+    """A trained policy applied with the action mask (no measurements): greedily (`actions`) or
+    expanded into its most confident distinct schedules (`candidates`)."""
 
     def __init__(self, path: str | Path = DEFAULT_POLICY):
         import torch
@@ -114,3 +129,61 @@ class Policy:
             taken.append(ACTIONS[int(act)])
             nest = apply(nest, int(act))
         return nest, taken
+
+    def log_probs(self, nest: Nest) -> np.ndarray:
+        """Masked log-probabilities of ACTIONS in `nest` (-inf where unavailable). Shape: [7]."""
+        import torch
+
+        policy = self.model.policy
+        obs = torch.as_tensor(observation(nest)[None], dtype=torch.float32)
+        with torch.no_grad():
+            features = policy.extract_features(obs, policy.pi_features_extractor)
+            logits = policy.action_net(policy.mlp_extractor.forward_actor(features))[0].numpy().astype(np.float64)
+        mask = action_mask(nest)
+        logits = np.where(mask, logits, -np.inf)
+        return logits - np.logaddexp.reduce(logits[mask])
+
+    def candidates(self, start: Nest, n: int, length: int = EPISODE_LENGTH,
+                   max_rollouts: int | None = None) -> list[Candidate]:
+        """Up to `n` rollouts with pairwise distinct final schedules, by Priority Sampling.
+
+        The first is the greedy rollout (`actions`).  Every rollout pushes each action it did not
+        take, at every step, onto a priority queue keyed by the log-probability of the prefix
+        that ends in that action; the next rollout pops the most probable such prefix and
+        completes it greedily.  A pushed prefix extends a popped one, so the priorities come out
+        in non-increasing order, and no prefix is expanded twice.  Rollouts whose final schedule
+        was already produced (e.g. they differ only in cursor moves) are dropped; at most
+        `max_rollouts` (default 20 n) rollouts are made.  Costs one forward pass per new step.
+        """
+        max_rollouts = 20 * n if max_rollouts is None else max_rollouts
+        memo: dict[tuple, np.ndarray] = {}
+
+        def log_probs(nest: Nest) -> np.ndarray:
+            state = (nest.schedule_key(), nest.cursor)
+            if state not in memo:
+                memo[state] = self.log_probs(nest)
+            return memo[state]
+
+        out: list[Candidate] = []
+        seen: set[tuple] = set()
+        # (-priority, tie-break, prefix actions, nest after the prefix, log-prob of the prefix)
+        queue: list[tuple[float, int, list[str], Nest, float]] = [(-0.0, 0, [], start, 0.0)]
+        pushed, rollouts = 1, 0
+        while queue and len(out) < n and rollouts < max_rollouts:
+            neg_priority, _, taken, nest, lp = heapq.heappop(queue)
+            taken, rollouts = list(taken), rollouts + 1
+            while len(taken) < length:
+                logp = log_probs(nest)
+                best = int(np.argmax(logp))
+                for a in np.flatnonzero(np.isfinite(logp)):
+                    if a != best:
+                        heapq.heappush(queue, (-(lp + logp[a]), pushed, [*taken, ACTIONS[a]],
+                                               apply(nest, int(a)), lp + float(logp[a])))
+                        pushed += 1
+                taken.append(ACTIONS[best])
+                nest, lp = apply(nest, best), lp + float(logp[best])
+            key = nest.schedule_key()
+            if key not in seen:
+                seen.add(key)
+                out.append(Candidate(nest, taken, lp, -neg_priority))
+        return out

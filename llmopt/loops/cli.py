@@ -10,6 +10,7 @@ import json
 import sys
 
 from llmopt.loops.agent import DEFAULT_POLICY
+from llmopt.loops.tune import DEFAULT_CANDIDATES
 
 
 def _fail(msg: str) -> int:
@@ -26,6 +27,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     if min(args.M, args.N, args.K) < 1:
         return _fail("M, N and K must be positive integers, e.g. `llmopt loops tune 128 128 128`")
+    if args.candidates < 1:
+        return _fail("--candidates must be >= 1 (1 = the greedy policy alone, no measurement)")
     if args.search and args.search not in SEARCHES:
         return _fail(f"unknown search {args.search!r}; choose from {', '.join(SEARCHES)}")
     try:
@@ -34,7 +37,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return _fail(str(err))
     backend = Backend()
     try:
-        res = tune(args.M, args.N, args.K, policy, backend, args.search, args.search_seconds)
+        res = tune(args.M, args.N, args.K, policy, backend, args.search, args.search_seconds, args.candidates)
     finally:
         backend.close()
     if args.json:
@@ -43,6 +46,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"matmul {args.M}x{args.N}x{args.K}")
     print(f"  schedule     {res['schedule']}")
     print(f"  actions      {' '.join(res['actions'])}")
+    if res["candidates"] > 1:
+        print(f"  candidate    #{res['candidate_rank'] + 1} of the policy's {res['candidates']} most confident")
     print(f"  GFLOPS       {res['gflops']:.2f}  (start {res['gflops_start']:.2f}, "
           f"x{res['gflops'] / max(res['gflops_start'], 1e-9):.2f})")
     print(f"  numpy 1-thr  {res['gflops_numpy']:.2f} GFLOPS  (kernel/numpy {res['gflops'] / res['gflops_numpy']:.2f})")
@@ -57,7 +62,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     return run_bench(n_shapes=args.n_shapes, search_seconds=args.search_seconds, out_dir=args.out,
                      policy_path=args.policy, searches=args.searches.split(",") if args.searches else None,
-                     refine=None if args.refine == "none" else args.refine, refine_seconds=args.refine_seconds)
+                     refine=None if args.refine == "none" else args.refine, refine_seconds=args.refine_seconds,
+                     candidates=args.candidates)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -85,6 +91,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("N", type=int)
     p.add_argument("K", type=int)
     p.add_argument("--policy", default=str(DEFAULT_POLICY), help="trained policy (.zip)")
+    p.add_argument("--candidates", type=int, default=DEFAULT_CANDIDATES,
+                   help="measure the policy's N most confident distinct schedules (Priority Sampling) and keep "
+                        "the fastest; 1 = greedy policy only")
     p.add_argument("--search", default=None, help="refine the policy's schedule with a search, e.g. greedy1")
     p.add_argument("--search-seconds", type=float, default=1.0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -96,6 +105,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="time per search; 0 = the policy's own time (tuning + measuring its schedule)")
     p.add_argument("--searches", default=None, help="comma-separated subset of searches")
     p.add_argument("--policy", default=str(DEFAULT_POLICY))
+    p.add_argument("--candidates", type=int, default=DEFAULT_CANDIDATES,
+                   help="also bench 'policy-top N' (N most confident schedules, fastest kept); 0 or 1 to skip")
     p.add_argument("--refine", default="greedy1", help="also bench policy + this search ('none' to skip)")
     p.add_argument("--refine-seconds", type=float, default=1.0)
     p.add_argument("--out", default="docs/results/loops")
