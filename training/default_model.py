@@ -62,6 +62,8 @@ def model_card(run: Path, model: Path, data_dir: Path, command: str) -> str:
         f"{' (' + data_card[0].lstrip('# ') + ')' if data_card else ''}, {extra.get('train_examples')} training examples |",
         f"| training | {extra.get('steps')} steps, {extra.get('training_tokens', 0) / 1e6:.1f}M training tokens |",
         f"| answer includes optimized IR | {meta.with_ir} |",
+        "| inference | `llmopt.model.llama` (plain PyTorch, no `transformers` import); "
+        "`transformers.AutoModelForCausalLM` loads the same files |",
         "",
         f"Pass vocabulary ({len(meta.passes)} passes, each one token): " + ", ".join(f"`{p}`" for p in meta.passes),
         "",
