@@ -24,8 +24,8 @@ def test_cache_hits_avoid_recompiling(tmp_path):
 
 def test_crashing_kernel_is_isolated(tmp_path):
     b = Backend(ResultCache(tmp_path / "c.sqlite"), tmp_path / "so", min_seconds=0.0)
-    src = "void kernel(float* a, float* b, float* c) { *(volatile int*)0 = 1; }\n" \
-          "double bench(float* a, float* b, float* c, double s, int r) { return 1.0; }\n"
+    src = "void kernel(float* a, float* b, float* c, float* t) { *(volatile int*)0 = 1; }\n" \
+          "double bench(float* a, float* b, float* c, float* t, double s, int r) { return 1.0; }\n"
     so = b.compile(src, "crash")
     res = b.worker.measure(str(so), matmul(4, 4, 4))
     assert not res["ok"] and "crash" in res["error"]
@@ -35,8 +35,8 @@ def test_crashing_kernel_is_isolated(tmp_path):
 
 def test_hanging_kernel_times_out(tmp_path):
     b = Backend(ResultCache(tmp_path / "c.sqlite"), tmp_path / "so", min_seconds=0.0)
-    src = "void kernel(float* a, float* b, float* c) { volatile int x = 1; while (x) {} }\n" \
-          "double bench(float* a, float* b, float* c, double s, int r) { return 1.0; }\n"
+    src = "void kernel(float* a, float* b, float* c, float* t) { volatile int x = 1; while (x) {} }\n" \
+          "double bench(float* a, float* b, float* c, float* t, double s, int r) { return 1.0; }\n"
     so = b.compile(src, "hang")
     worker = KernelWorker(timeout=2.0)
     res = worker.measure(str(so), matmul(4, 4, 4))
@@ -45,14 +45,16 @@ def test_hanging_kernel_times_out(tmp_path):
     b.close()
 
 
-def test_tensors_are_placed_at_fixed_page_offsets():
+def test_tensors_are_placed_at_fixed_offsets():
     """Timings depend on tensor addresses: every measurement uses the same layout."""
     import numpy as np
 
-    from llmopt.loops.worker import PAGE, STAGGER, placed
+    from llmopt.loops.worker import HUGE_PAGE, PAGE, STAGGER, placed
 
-    arr = np.arange(12, dtype=np.float32).reshape(3, 4)
-    for slot in range(3):
-        out = placed(arr, slot)
-        assert out.ctypes.data % PAGE == (slot + 1) * STAGGER
-        assert np.array_equal(out, arr) and out.flags.c_contiguous
+    arrays = [np.arange(12, dtype=np.float32).reshape(3, 4), np.ones(5000, np.float32), np.zeros(7, np.float32)]
+    out = placed(arrays)
+    base = out[0].ctypes.data - STAGGER
+    assert base % HUGE_PAGE == 0
+    assert [o.ctypes.data - base for o in out] == [STAGGER, PAGE + 2 * STAGGER, 7 * PAGE + 3 * STAGGER]
+    for a, o in zip(arrays, out, strict=True):
+        assert np.array_equal(a, o) and o.flags.c_contiguous

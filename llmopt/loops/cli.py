@@ -63,7 +63,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run_bench(n_shapes=args.n_shapes, search_seconds=args.search_seconds, out_dir=args.out,
                      policy_path=args.policy, searches=args.searches.split(",") if args.searches else None,
                      refine=None if args.refine == "none" else args.refine, refine_seconds=args.refine_seconds,
-                     candidates=args.candidates)
+                     candidates=args.candidates, workers=args.workers)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -108,6 +108,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--candidates", type=int, default=DEFAULT_CANDIDATES,
                    help="also bench 'policy-top N' (N most confident schedules, fastest kept); 0 or 1 to skip")
     p.add_argument("--refine", default="greedy1", help="also bench policy + this search ('none' to skip)")
+    p.add_argument("--workers", type=int, default=3,
+                   help="re-measure final schedules in this many fresh processes, report medians")
     p.add_argument("--refine-seconds", type=float, default=1.0)
     p.add_argument("--out", default="docs/results/loops")
     p.set_defaults(func=cmd_bench)

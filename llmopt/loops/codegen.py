@@ -11,11 +11,12 @@
   the output gets the output tile as explicit local accumulators (loaded before, stored after);
   output loops inside that scope are fully unrolled so every accumulator has a name, reduction
   loops inside stay loops.  Nothing of the output spills.
-* The compute nest accumulates into a zeroed, output-shaped static temporary `T`; the write-back
-  nest copies `T` to the output in its own loop order.
+* The compute nest accumulates into a zeroed, output-shaped temporary `T`; the write-back
+  nest copies `T` to the output in its own loop order.  The caller provides `T` (like the
+  tensors), so the measuring worker decides where all of them live in memory.
 
-The generated library exports `void kernel(const float*, const float*, float*)` (inputs in the
-contraction's order, then the output) and `double bench(const float*, const float*, float*,
+The generated library exports `void kernel(const float*, const float*, float*, float*)` (inputs
+in the contraction's order, the output, the temporary) and `double bench(<the same 4 pointers>,
 double min_seconds, int max_reps)`: warm-up, repeat for at least `min_seconds`, fastest run in s.
 A batch library (`batch_source`) holds several kernels under prefixed names (`k0_kernel`, ...).
 """
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 from llmopt.loops.nest import Access, Loop, Nest, steps
 
-CODEGEN_VERSION = 3  # 3: page-aligned temporary (worker.MEASURE_VERSION)
+CODEGEN_VERSION = 4  # 4: the caller passes the temporary (worker.MEASURE_VERSION)
 Offset = tuple[tuple[tuple[str, int], ...], int]  # (runtime terms (var, multiplier), constant)
 
 
@@ -65,7 +66,6 @@ class _Ctx:
     scope: int  # first loop of the register scope (len(loops): no scope)
     vector: bool  # innermost loop vectorized
     body: str  # "compute" or "copy"
-    temp: str = "T"  # name of the output-shaped temporary
     n_vars: int = 0
     accs: dict = field(default_factory=dict)  # (deltas, width) -> name, inside the current scope
     scope_base: dict = field(default_factory=dict)  # iterator -> Offset at scope entry
@@ -106,7 +106,7 @@ def _load(ctx: _Ctx, name: str, access: Access, off: dict[str, Offset], width: i
 def _body(ctx: _Ctx, off: dict[str, Offset], width: int, vec_it: str | None) -> list[str]:
     op = ctx.nest.op
     temp = op.output  # T is laid out like the output
-    ref = f"{ctx.temp}[{_flat(ctx, temp, off)}]"
+    ref = f"T[{_flat(ctx, temp, off)}]"
     lhs = ref if width == 1 else f"*({_vec_type(width)}*)&{ref}"
     if ctx.body == "copy":
         return [f"*({_vec_type(width)}*)&out[{_flat(ctx, op.output, off)}] = {lhs};" if width > 1
@@ -168,7 +168,7 @@ def _emit_scope(ctx: _Ctx, p: int, ext: dict[str, int], off: dict[str, Offset]) 
     temp = op.output  # T is laid out like the output
     pre, post = ["{"], []
     for (_, width), (name, acc_off) in ctx.accs.items():
-        ref = f"{ctx.temp}[{_flat(ctx, temp, acc_off)}]"
+        ref = f"T[{_flat(ctx, temp, acc_off)}]"
         if width == 1:
             pre.append(f"  float {name} = {ref};")
             post.append(f"  {ref} = {name};")
@@ -218,18 +218,17 @@ def register_scope(nest: Nest, target: Target) -> int:
 def generate(nest: Nest, target: Target | None = None, prefix: str = "") -> str:
     """C source of the kernel and its benchmark driver for `nest`.
 
-    `prefix` goes in front of every file-scope name (`{prefix}kernel`, `{prefix}bench`, the
-    temporary and the static helpers), so several kernels can share one translation unit and one
-    clang run (`batch_source`); with the default "" the names are `kernel` and `bench`."""
+    `prefix` goes in front of every file-scope name (`{prefix}kernel`, `{prefix}bench` and the
+    static helpers), so several kernels can share one translation unit and one clang run
+    (`batch_source`); with the default "" the names are `kernel` and `bench`."""
     target = target or Target()
     op = nest.op
     out_size = math.prod(op.shape[op.output.tensor])
     zero: dict[str, Offset] = {it: ((), 0) for it in op.iterators}
-    temp = f"{prefix}T"
     comp = _Ctx(nest, nest.compute, steps(nest.compute), target, register_scope(nest, target),
-                is_contiguous(nest, nest.compute, True), "compute", temp)
+                is_contiguous(nest, nest.compute, True), "compute")
     wb = _Ctx(nest, nest.writeback, steps(nest.writeback), target, len(nest.writeback) + 1,
-              is_contiguous(nest, nest.writeback, False), "copy", temp)
+              is_contiguous(nest, nest.writeback, False), "copy")
     compute_lines = _emit(comp, 0, op.extent, zero)
     wb_lines = _emit(wb, 0, {it: op.extent[it] for it in op.output_iterators}, zero)
     ind = "\n  ".join
@@ -240,20 +239,19 @@ def generate(nest: Nest, target: Target | None = None, prefix: str = "") -> str:
 #include <string.h>
 #include <time.h>
 {typedefs}
-static float {temp}[{out_size}] __attribute__((aligned(4096)));
 
-static void {p}compute(const float* restrict in0, const float* restrict in1) {{
+static void {p}compute(const float* restrict in0, const float* restrict in1, float* restrict T) {{
   {ind(compute_lines)}
 }}
 
-static void {p}writeback(float* restrict out) {{
+static void {p}writeback(float* restrict out, const float* restrict T) {{
   {ind(wb_lines)}
 }}
 
-void {p}kernel(const float* restrict in0, const float* restrict in1, float* restrict out) {{
-  memset({temp}, 0, sizeof({temp}));
-  {p}compute(in0, in1);
-  {p}writeback(out);
+void {p}kernel(const float* restrict in0, const float* restrict in1, float* restrict out, float* restrict T) {{
+  memset(T, 0, {out_size} * sizeof(float));
+  {p}compute(in0, in1, T);
+  {p}writeback(out, T);
 }}
 
 static double {p}now(void) {{
@@ -262,12 +260,12 @@ static double {p}now(void) {{
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }}
 
-double {p}bench(const float* in0, const float* in1, float* out, double min_seconds, int max_reps) {{
-  {p}kernel(in0, in1, out);  /* warm-up: caches, page faults */
+double {p}bench(const float* in0, const float* in1, float* out, float* T, double min_seconds, int max_reps) {{
+  {p}kernel(in0, in1, out, T);  /* warm-up: caches, page faults */
   double best = 1e30, start = {p}now();
   for (int reps = 0; reps < 2 || (reps < max_reps && {p}now() - start < min_seconds); ++reps) {{
     double t0 = {p}now();
-    {p}kernel(in0, in1, out);
+    {p}kernel(in0, in1, out, T);
     double t = {p}now() - t0;
     if (t < best) best = t;
   }}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import mmap
 import os
 import pickle
 import select
@@ -23,23 +24,45 @@ import numpy as np
 from llmopt.loops.nest import Contraction
 
 # Where tensors live when a kernel is timed.  A vector kernel's speed depends on its tensors'
-# addresses: a B not aligned to 64 bytes cost one measured kernel a third of its GFLOPS, and the
-# offsets within a 4 KiB page another 20% (cache-set and 4K-aliasing effects), so fresh numpy
-# arrays (16-byte aligned, wherever malloc puts them) made the same kernel measure 75-115 GFLOPS
-# from one call to the next.  Every tensor is therefore placed at a fixed offset in its own pages:
-# tensor j (inputs, then the output) at page + (j + 1) * 1 KiB; the kernel's temporary is
-# page-aligned (codegen), so no two of them share a page offset.
-MEASURE_VERSION = 2  # part of every cached measurement's key (1: unplaced numpy arrays)
-PAGE, STAGGER = 4096, 1024
+# addresses: a B not aligned to 64 bytes cost one measured kernel a third of its GFLOPS, offsets
+# within a 4 KiB page up to 20% more (L1 sets, 4K aliasing), and with 4 KiB pages the physical
+# pages the process happened to get decided L2 conflicts: one kernel measured 85 GFLOPS in most
+# worker processes and 124 in a few.  So every tensor and the kernel's temporary live in one
+# arena backed by transparent huge pages (physically contiguous, 2 MiB aligned), tensor j
+# (inputs, output, temporary) at a page boundary + (j + 1) KiB: the same layout in every process.
+MEASURE_VERSION = 3  # part of every cached measurement's key (1: numpy arrays, 2: page offsets)
+PAGE, STAGGER, HUGE_PAGE = 4096, 1024, 2 << 20
+_arena: tuple[mmap.mmap, np.ndarray] | None = None  # (mapping, its 2 MiB-aligned bytes)
 
 
-def placed(arr: np.ndarray, slot: int) -> np.ndarray:
-    """A copy of `arr` starting at byte `(slot + 1) * STAGGER` of a page (contiguous, row-major)."""
-    buf = np.empty(arr.nbytes + 2 * PAGE, dtype=np.uint8)
-    start = (-buf.ctypes.data) % PAGE + (slot + 1) * STAGGER
-    out = buf[start : start + arr.nbytes].view(arr.dtype).reshape(arr.shape)
-    out[...] = arr
-    return out  # keeps `buf` alive through its .base
+def _arena_bytes(size: int) -> np.ndarray:
+    """At least `size` bytes starting at a 2 MiB boundary, huge pages requested (reused)."""
+    global _arena
+    if _arena is None or _arena[1].size < size:
+        size = -(-size // HUGE_PAGE) * HUGE_PAGE
+        mapping = mmap.mmap(-1, size + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        raw = np.frombuffer(mapping, dtype=np.uint8)
+        start = (-raw.ctypes.data) % HUGE_PAGE
+        with contextlib.suppress(AttributeError, OSError):  # no THP: still one contiguous layout
+            mapping.madvise(mmap.MADV_HUGEPAGE, start, size)
+        _arena = (mapping, raw[start : start + size])
+    return _arena[1]
+
+
+def placed(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """Copies of `arrays` in the worker's arena: array j at a page boundary + (j + 1) * STAGGER.
+    The copies stay valid until the next call (which reuses the arena)."""
+    offsets, end = [], 0
+    for j, arr in enumerate(arrays):
+        offsets.append(-(-end // PAGE) * PAGE + (j + 1) * STAGGER)
+        end = offsets[-1] + arr.nbytes
+    mem = _arena_bytes(end)
+    out = []
+    for arr, off in zip(arrays, offsets, strict=True):
+        view = mem[off : off + arr.nbytes].view(arr.dtype).reshape(arr.shape)
+        view[...] = arr
+        out.append(view)
+    return out
 
 
 def random_inputs(op: Contraction, seed: int = 0) -> list[np.ndarray]:
@@ -68,12 +91,13 @@ def _check_and_time(so_path: str, op: Contraction, check: bool, min_seconds: flo
                     prefix: str = "") -> dict[str, Any]:
     lib = ctypes.CDLL(so_path)
     kernel, bench = getattr(lib, prefix + "kernel"), getattr(lib, prefix + "bench")
-    kernel.argtypes = [ctypes.c_void_p] * 3
-    bench.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double, ctypes.c_int]
+    kernel.argtypes = [ctypes.c_void_p] * 4
+    bench.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_double, ctypes.c_int]
     bench.restype = ctypes.c_double
-    inputs = [placed(a, j) for j, a in enumerate(random_inputs(op))]
-    out = placed(np.full(op.shape[op.output.tensor], np.nan, dtype=np.float32), len(inputs))
-    ptrs = [a.ctypes.data for a in inputs] + [out.ctypes.data]
+    out_shape = op.shape[op.output.tensor]
+    *inputs, out, temp = placed([*random_inputs(op), np.full(out_shape, np.nan, dtype=np.float32),
+                                 np.zeros(out_shape, dtype=np.float32)])
+    ptrs = [a.ctypes.data for a in inputs] + [out.ctypes.data, temp.ctypes.data]
     if check:
         kernel(*ptrs)
         ref = reference(op, inputs)
@@ -97,7 +121,7 @@ def _numpy_gflops(op: Contraction, min_seconds: float) -> dict[str, Any]:
         from threadpoolctl import threadpool_limits
     except ImportError:  # OPENBLAS_NUM_THREADS=1 in the worker's environment does the same
         threadpool_limits = None
-    a, b = (placed(x, j) for j, x in enumerate(random_inputs(op)))
+    a, b = placed(random_inputs(op))
     fn = (lambda: a @ b) if op.name.startswith(("mm_", "bmm_")) else (lambda: reference(op, [a, b]))
     limits = threadpool_limits(1) if threadpool_limits else contextlib.nullcontext()
     with limits:
