@@ -2,6 +2,10 @@
 `python -m data_pipeline.cli ...` runs it standalone.
 
     llmopt datagen --source csmith:1000 --source pypi:default --budget 1000 --out data/my-dataset
+
+Real C: `pypi:default` is pycryptodome, brotli and lz4 (what the committed dataset used); `pypi:all`
+is every package checked by hand in data_pipeline/sources/pypi.py (PACKAGES, each pinned);
+`pypi:zstandard,lupa` picks some.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("datagen", help="generate an autotuned (IR -> best pass list) dataset",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", action="append", default=None, metavar="SPEC",
-                   help="csmith:N | dir:PATH[;-Iinc;-DX] | pypi:default|PKG,PKG | gcc-tests[:N] (repeatable)")
+                   help="csmith:N | dir:PATH[;-Iinc;-DX] | pypi:default|all|PKG,PKG | gcc-tests[:N] (repeatable); "
+                        "pypi:default = pycryptodome,brotli,lz4 (the committed dataset), pypi:all = every "
+                        "checked package in data_pipeline/sources/pypi.py")
     p.add_argument("--config", help="JSON file with any of the options below (command-line values win)")
     p.add_argument("--out", help="output directory (parquet splits, README.md card, work/ shards)")
     p.add_argument("--budget", type=int, help="random-search evaluations per function (default 1000)")
