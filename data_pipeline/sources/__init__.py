@@ -1,7 +1,7 @@
 """Where input programs come from. Each source yields `Unit`s: one compilable file with provenance.
 
 A source spec on the command line is `kind:arg`: `csmith:N`, `dir:PATH`, `pypi:PKG[,PKG...]`
-(or `pypi:default`), `gcc-tests:N`.  Units come in a deterministic order so that shard numbers
+(or `pypi:default`, `pypi:all`), `gcc-tests:N`.  Units come in a deterministic order so that shard numbers
 are stable across runs (resume relies on it).
 """
 
