@@ -84,3 +84,17 @@ def test_validation_callback_metrics(data, tmp_path, harness, monkeypatch):
     assert perfect["valid_pass_lists"] == 100 and perfect["instcount_input_mape"] == 0
     assert perfect["instcount_output_mape"] == 0 and perfect["ir_parses"] == 100
     assert perfect["ir_exact_match"] == 100 and perfect["ir_bleu"] == pytest.approx(1.0)
+
+
+def test_read_split_mixes_datasets_without_duplicates(data, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = read_split(data, "train")
+    other = tmp_path / "other"
+    other.mkdir()
+    extra = dict(rows[0], ir_hash="f" * 64, name="only_in_other")
+    pq.write_table(pa.Table.from_pylist([rows[0], extra]), other / "train.parquet")
+    mixed = read_split(f"{data},{other}", "train")
+    assert [r["ir_hash"] for r in mixed] == [r["ir_hash"] for r in rows] + ["f" * 64]
+    assert read_split(f"{other},{data}", "validation") == read_split(data, "validation")

@@ -16,13 +16,27 @@ from llmopt.model import format as fmt
 
 
 def read_split(data_dir: str | Path, split: str) -> list[dict[str, Any]]:
-    """Rows of `data_dir/{split}.parquet` (docs/interfaces.md); [] if the split is absent."""
+    """Rows of `data_dir/{split}.parquet` (docs/interfaces.md); [] if the split is absent.
+
+    `data_dir` may name several datasets separated by commas (a training mix): their rows are
+    concatenated in that order, a function (normalized-IR hash) kept once.  Datagen assigns splits
+    by that hash, so a function is in the same split in every dataset and the mix cannot leak test
+    functions into train.
+    """
     import pyarrow.parquet as pq
 
-    path = Path(data_dir) / f"{split}.parquet"
-    if not path.exists():
-        return []
-    return pq.read_table(path).to_pylist()
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for part in str(data_dir).split(","):
+        path = Path(part) / f"{split}.parquet"
+        if not part or not path.exists():
+            continue
+        for row in pq.read_table(path).to_pylist():
+            key = row.get("ir_hash")
+            if key is None or key not in seen:
+                seen.add(key)
+                rows.append(row)
+    return rows
 
 
 def encode_rows(rows: list[dict[str, Any]], tokenizer: Any, max_length: int, *, with_ir: bool = True

@@ -26,6 +26,11 @@ SHIPPED = ("config.json", "generation_config.json", "model.safetensors", "tokeni
            "special_tokens_map.json", "llmopt.json")
 
 
+def find_data_dirs(arg: str) -> str:
+    """`find_data_dir` of each comma-separated part of `arg`, joined again (a training mix)."""
+    return ",".join(str(find_data_dir(Path(part))) for part in arg.split(",") if part)
+
+
 def find_data_dir(root: Path) -> Path:
     """`root` if it holds train.parquet, else the newest dataset directory below it."""
     if (root / "train.parquet").exists():
@@ -36,16 +41,22 @@ def find_data_dir(root: Path) -> Path:
     return found[-1].parent
 
 
-def model_card(run: Path, model: Path, data_dir: Path, command: str) -> str:
+def _dataset_name(directory: Path) -> str:
+    """`path (card title)` of one dataset directory, relative to the repo when inside it."""
+    card = directory / "README.md"
+    titles = [ln for ln in card.read_text().splitlines() if ln.startswith("# ")][:1] if card.exists() else []
+    shown = directory.relative_to(REPO) if directory.is_relative_to(REPO) else directory
+    return f"`{shown}`" + (f" ({titles[0].lstrip('# ')})" if titles else "")
+
+
+def model_card(run: Path, model: Path, data_dir: str, command: str) -> str:
     meta = ModelMeta.load(model)
     extra = meta.extra
     val = extra.get("validation") or {}
     tok = load_tokenizer(model)
     val_rows = read_split(data_dir, "validation")
     cpt = chars_per_token(tok, [r["ir"] for r in val_rows[:200]]) if val_rows else float("nan")
-    # The card's first heading (its YAML front matter, if any, skipped) names the dataset.
-    card_text = (data_dir / "README.md").read_text() if (data_dir / "README.md").exists() else ""
-    data_card = [ln for ln in card_text.splitlines() if ln.startswith("# ")][:1]
+    datasets = " + ".join(_dataset_name(Path(part).resolve()) for part in data_dir.split(",") if part)
     lines = [
         "# llmopt default model",
         "",
@@ -58,8 +69,7 @@ def model_card(run: Path, model: Path, data_dir: Path, command: str) -> str:
         f"| context length | {extra.get('context_length')} tokens |",
         f"| tokenizer | byte-level BPE, {len(tok)} tokens, {cpt:.2f} characters/token on validation IR |",
         f"| LLVM version of the data | {meta.llvm_version} |",
-        f"| data | `{data_dir.relative_to(REPO) if data_dir.is_relative_to(REPO) else data_dir}`"
-        f"{' (' + data_card[0].lstrip('# ') + ')' if data_card else ''}, {extra.get('train_examples')} training examples |",
+        f"| data | {datasets}, {extra.get('train_examples')} training examples |",
         f"| training | {extra.get('steps')} steps, {extra.get('training_tokens', 0) / 1e6:.1f}M training tokens |",
         f"| answer includes optimized IR | {meta.with_ir} |",
         "| inference | `llmopt.model.llama` (plain PyTorch, no `transformers` import); "
@@ -77,7 +87,7 @@ def model_card(run: Path, model: Path, data_dir: Path, command: str) -> str:
     return "\n".join(lines)
 
 
-def export_default(run: Path, data_dir: Path, command: str, target: Path | None = None) -> Path:
+def export_default(run: Path, data_dir: str, command: str, target: Path | None = None) -> Path:
     """Copy the run's best (else final) model into the package with a model card; refuse if > 30 MB."""
     target = target or default_model_dir()
     source = run / "best" if (run / "best" / "llmopt.json").exists() else run / "model"
@@ -97,14 +107,15 @@ def export_default(run: Path, data_dir: Path, command: str, target: Path | None 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data", nargs="?", default=str(REPO / "data"), help="dataset dir (or a dir above it)")
+    parser.add_argument("data", nargs="?", default=str(REPO / "data"),
+                        help="dataset dir (or a dir above it); several, comma-separated, train on their mix")
     parser.add_argument("--config", default=str(REPO / "training/configs/tiny.json"))
     parser.add_argument("--out", default=str(REPO / "runs/default"))
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--export-only", action="store_true", help="skip training; export the run as it is")
     args = parser.parse_args(argv)
-    data_dir = find_data_dir(Path(args.data))
-    overrides = {"data_dir": str(data_dir), "out_dir": args.out, **dict(parse_override(o) for o in args.overrides)}
+    data_dir = find_data_dirs(args.data)
+    overrides = {"data_dir": data_dir, "out_dir": args.out, **dict(parse_override(o) for o in args.overrides)}
     cfg = load_config(args.config, overrides)
     if not args.export_only:
         from training.train import train
