@@ -72,7 +72,15 @@ def _from_row(row: dict[str, Any]) -> Function:
 
 
 def read_rows(path: str | Path, split: str) -> list[dict[str, Any]]:
-    """Rows of one split of a dataset directory: `{split}.parquet`, or a save_to_disk DatasetDict."""
+    """Rows of one split of a dataset directory: `{split}.parquet`, or a save_to_disk DatasetDict.
+
+    Several directories separated by commas (a training mix, `training.data.read_split`) give their
+    rows in order, each function (`ir_hash`) once.
+    """
+    if "," in str(path):
+        from data_pipeline.dedupe import unique_rows
+
+        return list(unique_rows(r for part in str(path).split(",") if part for r in read_rows(part, split)))
     path = Path(path)
     parquet = path / f"{split}.parquet"
     if parquet.exists():
@@ -130,14 +138,15 @@ def load_functions(spec: str, limit: int | None = None, seed: int = 0) -> tuple[
     """
     path_text, split = split_spec(spec)
     path = Path(path_text)
-    if not path.exists():
+    mix = "," in path_text  # several datasets (read_rows)
+    if not mix and not path.exists():
         raise InputError(f"{path}: no such dataset or directory")
-    if path.is_file():
+    if not mix and path.is_file():
         if path.suffix != ".ll":
             raise InputError(f"{path}: expected a dataset directory, a directory of .ll files, or a .ll file")
         functions = _from_ll_file(path)
         what = str(path)
-    elif is_dataset(path):
+    elif mix or is_dataset(path):
         split = split or "test"
         rows = read_rows(path, split)
         if not rows:
@@ -173,7 +182,7 @@ def training_rows(spec: str | None, eval_spec: str) -> list[dict[str, Any]]:
     """Training rows for the coreset baselines: `spec`, else the `train` split next to the eval dataset."""
     if spec is None:
         path, _ = split_spec(eval_spec)
-        if not is_dataset(path):
+        if "," not in path and not is_dataset(path):
             return []
         return read_rows(path, "train")
     path, split = split_spec(spec)

@@ -35,3 +35,18 @@ def test_parquet_and_save_to_disk_read_the_same(tmp_path):
     assert [f.fid for f in sub1] == [f.fid for f in sub2] and len(sub1) == 3 and "3 of 6" in what
     with pytest.raises(InputError):
         load_functions(f"{pq_dir}:train")
+
+
+def test_dataset_mix_reads_each_function_once(tmp_path):
+    from eval.inputs import training_rows
+
+    for name, ids in (("a", range(0, 4)), ("b", range(2, 7))):
+        (tmp_path / name).mkdir()
+        for split in ("test", "train"):
+            datasets.Dataset.from_list([_row(i) for i in ids]).to_parquet(str(tmp_path / name / f"{split}.parquet"))
+    mix = f"{tmp_path / 'a'},{tmp_path / 'b'}"
+    functions, what = load_functions(f"{mix}:test")
+    assert [f.fid for f in functions] == [f"h{i:03d}" for i in range(7)] and what.endswith(":test")
+    assert [r["ir_hash"] for r in training_rows(None, mix)] == [f"h{i:03d}" for i in range(7)]
+    with pytest.raises(InputError):
+        load_functions(f"{tmp_path / 'a'},{tmp_path / 'missing'}:validation")

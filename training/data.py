@@ -25,18 +25,11 @@ def read_split(data_dir: str | Path, split: str) -> list[dict[str, Any]]:
     """
     import pyarrow.parquet as pq
 
-    rows: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for part in str(data_dir).split(","):
-        path = Path(part) / f"{split}.parquet"
-        if not part or not path.exists():
-            continue
-        for row in pq.read_table(path).to_pylist():
-            key = row.get("ir_hash")
-            if key is None or key not in seen:
-                seen.add(key)
-                rows.append(row)
-    return rows
+    from data_pipeline.dedupe import unique_rows
+
+    paths = [Path(part) / f"{split}.parquet" for part in str(data_dir).split(",") if part]
+    tables = [pq.read_table(p).to_pylist() for p in paths if p.exists()]
+    return tables[0] if len(tables) == 1 else list(unique_rows(r for t in tables for r in t))
 
 
 def encode_rows(rows: list[dict[str, Any]], tokenizer: Any, max_length: int, *, with_ir: bool = True
