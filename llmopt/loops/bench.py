@@ -30,7 +30,7 @@ from llmopt.loops.codegen import batch_source
 from llmopt.loops.dataset import subset
 from llmopt.loops.nest import Nest, matmul
 from llmopt.loops.search import SEARCHES
-from llmopt.loops.tune import best_candidate
+from llmopt.loops.tune import DEFAULT_CANDIDATES, best_candidate
 from llmopt.loops.worker import KernelWorker
 
 
@@ -41,7 +41,7 @@ def _geomean(xs: list[float]) -> float:
 
 def run_bench(n_shapes: int = 20, search_seconds: float = 0.0, out_dir: str | Path = "docs/results/loops",
               policy_path: str | Path | None = None, searches: list[str] | None = None,
-              refine: str | None = "greedy1", refine_seconds: float = 1.0, candidates: int = 16,
+              refine: str | None = "greedy1", refine_seconds: float = 1.0, candidates: int = DEFAULT_CANDIDATES,
               workers: int = 3, log=print) -> int:
     """Benchmark on the first `n_shapes` test shapes; `search_seconds` 0 = the policy methods' time.
     `candidates` > 1: also report "policy-top<candidates>" (tune --candidates).

@@ -13,7 +13,9 @@ from llmopt.loops.backend import Backend, numpy_gflops
 from llmopt.loops.nest import Nest, matmul
 from llmopt.loops.search import SEARCHES
 
-DEFAULT_CANDIDATES = 16  # median tuning time ~0.7 s on the 2-core machine (docs/benchmarks.md)
+# Measured on 40 unseen shapes under load ~3.5 on the 2-core machine: 8 candidates 0.50 s median
+# (0.62 max), 0.876x numpy; 16: 0.88 s (1.12 max), 0.886x; 1 (greedy): 0.854x (docs/benchmarks.md).
+DEFAULT_CANDIDATES = 8
 
 
 def best_candidate(start: Nest, policy: Policy, backend: Backend, candidates: int) -> tuple[Nest, list[str], int]:
