@@ -42,3 +42,15 @@ def corpus(tmp_path_factory) -> list[str]:
                 if name.startswith("func_") or name == "main":
                     modules.append(normalize_ir(module))
     return modules
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory):
+    """A loop-kernel backend (llmopt.loops) with its own result cache and objects, timing without repeats."""
+    from llmopt.harness.cache import ResultCache
+    from llmopt.loops.backend import Backend
+
+    tmp = tmp_path_factory.mktemp("loops")
+    b = Backend(ResultCache(tmp / "cache.sqlite"), tmp / "so", min_seconds=0.0)
+    yield b
+    b.close()

@@ -18,14 +18,6 @@ def policy():
     return Policy()
 
 
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cand")
-    b = Backend(ResultCache(tmp / "c.sqlite"), tmp / "so", min_seconds=0.0)
-    yield b
-    b.close()
-
-
 @needs_policy
 def test_log_probs_are_a_masked_distribution(policy):
     nest = Nest.untiled(matmul(96, 112, 128))

@@ -3,19 +3,9 @@
 import numpy as np
 import pytest
 
-from llmopt.harness.cache import ResultCache
 from llmopt.loops.actions import ACTIONS, apply, is_available
-from llmopt.loops.backend import Backend
 from llmopt.loops.codegen import Target, generate, register_scope
 from llmopt.loops.nest import Nest, batched_matmul, conv2d, matmul, validate
-
-
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("loops")
-    b = Backend(ResultCache(tmp / "cache.sqlite"), tmp / "so", min_seconds=0.0)
-    yield b
-    b.close()
 
 
 def _random_schedules(op, count, seed):

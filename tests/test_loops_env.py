@@ -6,17 +6,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import llmopt.loops  # noqa: F401 - registers llmopt/LoopTune-v0
-from llmopt.harness.cache import ResultCache
-from llmopt.loops.backend import Backend
 from llmopt.loops.env import LoopTuneEnv
-
-
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("env")
-    b = Backend(ResultCache(tmp / "c.sqlite"), tmp / "so", min_seconds=0.0)
-    yield b
-    b.close()
 
 
 def test_check_env(backend):

@@ -2,18 +2,8 @@
 
 import pytest
 
-from llmopt.harness.cache import ResultCache
-from llmopt.loops.backend import Backend
 from llmopt.loops.nest import Nest, matmul, validate
 from llmopt.loops.search import SEARCHES
-
-
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("search")
-    b = Backend(ResultCache(tmp / "c.sqlite"), tmp / "so", min_seconds=0.0)
-    yield b
-    b.close()
 
 
 @pytest.mark.parametrize("name", sorted(SEARCHES))
