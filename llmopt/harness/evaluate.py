@@ -9,6 +9,7 @@ Every caller (datagen's autotuner, predict, eval, training's validation) measure
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llmopt.harness.cache import ResultCache, make_key
@@ -88,32 +89,17 @@ class Harness:
                 continue
             digest = digests.setdefault(id(ir), ir_hash(ir))
             keys[i] = self._key(digest, pipelines[i], metric)
-        if self.cache is not None:
-            found = self.cache.get_many([k for k in keys if k])
-            for i, key in enumerate(keys):
-                if key in found:
-                    results[i] = self._from_value(tasks[i][1], found[key], cached=True)
-                    self.stats.cache_hits += 1
-        # Compile each distinct (key) once.
-        todo: dict[str, list[int]] = {}
+        first: dict[str, int] = {}  # each distinct key is measured once, for its first task
         for i, key in enumerate(keys):
-            if key and results[i] is None:
-                todo.setdefault(key, []).append(i)
-        order = list(todo)
-        payloads = [self._payload(tasks[todo[k][0]], pipelines[todo[k][0]], want_ir, objsize) for k in order]
-        outcomes = self.pool.run(payloads) if payloads else []
-        fresh: dict[str, dict] = {}
-        for key, outcome in zip(order, outcomes, strict=True):
-            value = self._value_of(outcome)
-            self.stats.evaluations += 1
-            if outcome.crashed:
-                self.stats.crashes += 1
-            else:
-                fresh[key] = value  # crashes and timeouts may be the machine's fault: do not memoize
-            for i in todo[key]:
-                results[i] = self._from_value(tasks[i][1], value, crashed=outcome.crashed)
-        if self.cache is not None and fresh:
-            self.cache.put_many(fresh)
+            if key:
+                first.setdefault(key, i)
+        measured = self._measure(list(first), lambda k: self._payload(tasks[first[k]], pipelines[first[k]],
+                                                                      want_ir, objsize))
+        for i, key in enumerate(keys):
+            if key:
+                value, cached, crashed = measured[key]
+                results[i] = self._from_value(tasks[i][1], value, cached=cached, crashed=crashed)
+                self.stats.cache_hits += cached
         for r in results:
             if r is not None and not r.ok:
                 self.stats.failures += 1
@@ -132,24 +118,37 @@ class Harness:
         except UnknownPassError as err:
             return EvalResult([], False, error=str(err))
         key = make_key("per-function", self.version, ir_hash(ir), steps, metric)
-        if self.cache is not None:
-            found = self.cache.get_many([key])
-            if key in found:
-                self.stats.cache_hits += 1
-                return self._from_value([], found[key], cached=True)
         payload = {"ir": ir, "pipeline": "", "version": self.version, "want_ir": want_ir, "objsize": False,
                    "per_function": steps}
-        outcome = self.pool.run([payload])[0]
-        value = self._value_of(outcome)
-        self.stats.evaluations += 1
-        if outcome.crashed:
-            self.stats.crashes += 1
-        elif self.cache is not None:
-            self.cache.put_many({key: value})
-        result = self._from_value([], value, crashed=outcome.crashed)
+        value, cached, crashed = self._measure([key], lambda _: payload)[key]
+        self.stats.cache_hits += cached
+        result = self._from_value([], value, cached=cached, crashed=crashed)
         if not result.ok:
             self.stats.failures += 1
         return result
+
+    def _measure(self, keys: list[str], payload_of: Callable[[str], dict]) -> dict[str, tuple[dict, bool, bool]]:
+        """{key: (value, cached, crashed)} for distinct `keys`: from the cache, else compiled once on the pool.
+
+        Crashes and timeouts may be the machine's fault, so they are not memoized.
+        """
+        out: dict[str, tuple[dict, bool, bool]] = {}
+        if self.cache is not None:
+            out = {key: (value, True, False) for key, value in self.cache.get_many(keys).items()}
+        todo = [k for k in keys if k not in out]
+        outcomes = self.pool.run([payload_of(k) for k in todo]) if todo else []
+        fresh: dict[str, dict] = {}
+        for key, outcome in zip(todo, outcomes, strict=True):
+            value = self._value_of(outcome)
+            self.stats.evaluations += 1
+            if outcome.crashed:
+                self.stats.crashes += 1
+            else:
+                fresh[key] = value
+            out[key] = (value, False, outcome.crashed)
+        if self.cache is not None and fresh:
+            self.cache.put_many(fresh)
+        return out
 
     def _payload(self, task: tuple[str, list[str]], pipeline: str, want_ir: bool, objsize: bool) -> dict:
         ir, passes = task
