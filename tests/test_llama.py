@@ -26,10 +26,21 @@ def _prompt_ids(tok, example_ir: str) -> list[int]:
 
 
 def test_default_model_runs_without_transformers(engines):
+    import subprocess
+    import sys
+
     (model, tok), (hf_model, _) = engines
     assert isinstance(model, llama.LlamaForInference)
     assert type(hf_model).__name__ == "LlamaForCausalLM"
     assert llama.supports(default_model_dir()) is None
+    # The point of the engine: loading and sampling never import transformers (cold start).
+    code = ("import sys; from llmopt.cli import main; "
+            "main(['predict', sys.argv[1], '--samples', '2', '--no-cache', '--json']); "
+            "print(any(m.split('.')[0] == 'transformers' for m in sys.modules))")
+    example = str(default_model_dir().parents[2] / "examples" / "example.ll")
+    out = subprocess.run([sys.executable, "-c", code, example], capture_output=True, text=True, check=True)
+    report, imported = out.stdout.strip().splitlines()[-2:]
+    assert '"functions"' in report and imported == "False"
 
 
 def test_tokenizer_matches_transformers(engines, example_ir):
