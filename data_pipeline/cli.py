@@ -4,8 +4,8 @@
     llmopt datagen --source csmith:1000 --source pypi:default --budget 1000 --out data/my-dataset
 
 Real C: `pypi:default` is pycryptodome, brotli and lz4 (what the committed dataset used); `pypi:all`
-is every package checked by hand in data_pipeline/sources/pypi.py (PACKAGES, each pinned);
-`pypi:zstandard,lupa` picks some.
+is the 21 PyPI packages curated first; `packages:all` is the whole checked catalog of PyPI and npm
+packages in data_pipeline/sources/catalog.py (each pinned); `pypi:zstandard,lupa` picks some.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import argparse
 import logging
 import sys
 
-ARGS = ("budget", "greedy_steps", "max_len", "seed", "max_tokens", "shard_units", "broadcast_top", "workers",
+ARGS = ("budget", "greedy_steps", "max_len", "seed", "max_tokens", "min_instructions", "package_cap", "shard_units",
+        "shard_functions", "broadcast_top", "split", "test_share", "validation_share", "tokenizer", "workers",
         "executor", "address", "cache", "limit_shards", "seconds", "run_timeout", "eval_timeout")
 
 
@@ -23,21 +24,32 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("datagen", help="generate an autotuned (IR -> best pass list) dataset",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", action="append", default=None, metavar="SPEC",
-                   help="csmith:N | dir:PATH[;-Iinc;-DX] | pypi:default|all|PKG,PKG | gcc-tests[:N] (repeatable); "
-                        "pypi:default = pycryptodome,brotli,lz4 (the committed dataset), pypi:all = every "
-                        "checked package in data_pipeline/sources/pypi.py")
+                   help="csmith:N | dir:PATH[;-Iinc;-DX] | pypi:default|all|PKG,PKG | npm:PKG,PKG | packages:all | "
+                        "gcc-tests[:N] (repeatable); packages:all = the checked catalog in "
+                        "data_pipeline/sources/catalog.py")
     p.add_argument("--config", help="JSON file with any of the options below (command-line values win)")
     p.add_argument("--out", help="output directory (parquet splits, README.md card, work/ shards)")
     p.add_argument("--budget", type=int, help="random-search evaluations per function (default 1000)")
     p.add_argument("--seconds", type=float, help="optional wall-clock cap per function's random search")
-    p.add_argument("--greedy-steps", type=int, help="greedy search steps, 0 to disable (default 4)")
+    p.add_argument("--greedy-steps", type=int,
+                   help="greedy search (and the final polish) runs until a step no longer improves, at most this "
+                        "many steps; 0 disables both (default 40)")
     p.add_argument("--max-len", type=int, help="longest random pass list (default 12)")
     p.add_argument("--no-minimize", action="store_true", help="keep the best list as found")
-    p.add_argument("--broadcast-top", type=int, help="distinct best lists broadcast to all functions (default 100)")
+    p.add_argument("--broadcast-top", type=int, help="distinct best lists broadcast to all functions (default 256)")
     p.add_argument("--no-safety", action="store_true", help="do not check csmith labels by running the program")
     p.add_argument("--seed", type=int, help="seed of csmith and of the search (default 0)")
-    p.add_argument("--max-tokens", type=int, help="largest function kept, in estimated tokens (default 1000)")
-    p.add_argument("--shard-units", type=int, help="units per shard (default 32)")
+    p.add_argument("--max-tokens", type=int,
+                   help="largest function kept, in tokens of the model's tokenizer (default 4096)")
+    p.add_argument("--min-instructions", type=int, help="smallest function kept, in instructions (default 5)")
+    p.add_argument("--package-cap", type=int, help="functions kept per package at most (default 1000)")
+    p.add_argument("--tokenizer", help="tokenizer folder for --max-tokens (default: the shipped model's)")
+    p.add_argument("--split", choices=("package", "hash"),
+                   help="package (default: test and validation from packages never in train) or hash")
+    p.add_argument("--test-share", type=float, help="share of functions in test (default 0.06)")
+    p.add_argument("--validation-share", type=float, help="share of functions in validation (default 0.06)")
+    p.add_argument("--shard-units", type=int, help="generated programs per phase-0 work item (default 32)")
+    p.add_argument("--shard-functions", type=int, help="functions per search shard (default 64)")
     p.add_argument("--limit-shards", type=int, help="only the first N shards")
     p.add_argument("--workers", type=int, help="harness worker processes (default: all cores)")
     p.add_argument("--executor", choices=("local", "ray"), help="local (default) or ray")

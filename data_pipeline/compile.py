@@ -103,17 +103,55 @@ def _body_chars(module_ir: str) -> dict[str, int]:
     return sizes
 
 
-def split_unit(unit: Unit, module_ir: str, max_tokens: int, stats: Counter) -> list[Function]:
-    """Single-function modules of `unit` within the token budget, boilerplate removed; `stats` counts drops."""
+class TokenCounter:
+    """Tokens of the model's own tokenizer (the context budget is in these, not in characters)."""
+
+    def __init__(self, directory: str | Path | None = None):
+        from llmopt.model.loading import default_model_dir
+        from llmopt.model.tokenizer import InferenceTokenizer
+
+        self.directory = Path(directory) if directory else default_model_dir()
+        self._tok = InferenceTokenizer(self.directory)
+
+    def __call__(self, text: str) -> int:
+        return len(self._tok(text)["input_ids"])
+
+
+def instruction_lines(ir: str) -> int:
+    """Instructions in the defined functions of normalized IR (one a line; labels end in ':')."""
+    n, inside = 0, False
+    for line in ir.splitlines():
+        if line.startswith("define "):
+            inside = True
+        elif inside and line.startswith("}"):
+            inside = False
+        elif inside and line.strip() and not line.rstrip().endswith(":"):
+            n += 1
+    return n
+
+
+# Characters per token of the model's tokenizer on IR, at least (measured 3.6-3.7): a cheap bound that
+# skips clearly-too-long functions before they are extracted.
+MAX_CHARS_PER_TOKEN = 5.0
+
+
+def split_unit(unit: Unit, module_ir: str, max_tokens: int, stats: Counter, count_tokens=None,
+               min_instructions: int = 1, names: list[str] | None = None) -> list[Function]:
+    """Single-function modules of `unit` within the token budget, boilerplate removed; `stats` counts drops.
+
+    `count_tokens` measures the budget (default: the character estimate `estimate_tokens`); functions
+    with fewer than `min_instructions` instructions are dropped; `names` picks which (default: all, in order).
+    """
+    count_tokens = count_tokens or estimate_tokens
     boiler = re.compile("|".join(f"(?:{b})" for b in unit.boilerplate)) if unit.boilerplate else None
     sizes = _body_chars(module_ir)
     out = []
-    for name in defined_functions(module_ir):
+    for name in names if names is not None else defined_functions(module_ir):
         if boiler and boiler.fullmatch(name):
             stats["boilerplate"] += 1
             continue
         # Normalization only shrinks a body by a fraction: skip clearly-too-big ones unextracted.
-        if estimate_tokens("x" * int(sizes.get(name, 0) * 0.6)) > max_tokens:
+        if sizes.get(name, 0) * 0.6 > max_tokens * MAX_CHARS_PER_TOKEN:
             stats["too_long"] += 1
             continue
         try:
@@ -121,7 +159,10 @@ def split_unit(unit: Unit, module_ir: str, max_tokens: int, stats: Counter) -> l
         except (IRError, subprocess.TimeoutExpired):
             stats["extract_failed"] += 1
             continue
-        n_tokens = estimate_tokens(ir)
+        if instruction_lines(ir) < min_instructions:
+            stats["too_short"] += 1
+            continue
+        n_tokens = count_tokens(ir)
         if n_tokens > max_tokens:
             stats["too_long"] += 1
             continue

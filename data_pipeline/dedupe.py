@@ -17,6 +17,9 @@ class Seen:
         self._hashes.add(ir_hash)
         return True
 
+    def update(self, hashes: Iterable[str]) -> None:
+        self._hashes.update(hashes)
+
     def __contains__(self, ir_hash: str) -> bool:
         return ir_hash in self._hashes
 

@@ -1,14 +1,17 @@
-"""The dataset generation job: shards of units -> autotuned rows -> broadcast + safety -> DatasetDict.
+"""The dataset generation job: work items -> selected functions -> autotuned -> refined -> DatasetDict.
 
 Layout under OUT:
-    work/config.json            the job's settings (a resumed job must use the same ones)
-    work/p1/shard-NNNNN.json.gz phase 1: compiled, split, deduped, autotuned rows of one shard of units
-    work/broadcast.json         the distinct best lists broadcast to every function
-    work/p2/shard-NNNNN.json.gz phase 2: after broadcast, optimized IR and label safety
+    work/config.json              the job's settings (a resumed job must use the same ones)
+    work/p0/item-NNNN.json.gz     phase 0: the selected functions of one work item (a package, or a chunk
+                                  of generated programs), with their IR: later phases need nothing else
+    work/plan.json                the functions of every phase-1 shard (fixed once phase 0 is complete)
+    work/p1/shard-NNNNN.json.gz   phase 1: random search, greedy until no gain, minimization
+    work/broadcast.json           the distinct best lists broadcast to every function
+    work/p2/shard-NNNNN.json.gz   phase 2: broadcast, greedy polish, optimized IR, label safety
     {train,validation,test}.parquet, README.md
-Every shard file is written atomically, so a killed job resumes at the first missing shard with
-no lost or duplicated rows.  Shards run in order locally (dedupe sees every earlier shard) or in
-parallel on Ray (dedupe then happens when the dataset is assembled, in shard order: same result).
+Every file is written atomically, so a killed job resumes at the first missing file with no lost or
+duplicated rows; committing work/ lets a job resume on another machine (phases 1-2 need no network
+and no downloads, only the IR stored in phase 0).  Shards run in order locally or in parallel on Ray.
 """
 
 from __future__ import annotations
@@ -19,19 +22,19 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from data_pipeline.autotune import TuneConfig, autotune_many, rank
-from data_pipeline.compile import CompileError, compile_unit, split_unit
+from data_pipeline.autotune import Best, GoodLists, TuneConfig, TuneResult, drive, refine, search
 from data_pipeline.dedupe import Seen
-from data_pipeline.sources import Unit, parse_source
-from data_pipeline.split import split_of
+from data_pipeline.select import SelectConfig, function_record, select_functions
+from data_pipeline.sources import SourceError, Unit, parse_source
+from data_pipeline.split import split_by_group, split_of
 from data_pipeline.writer import read_shard, write_atomic, write_dataset, write_shard
 from llmopt.harness import Harness, ResultCache
 from llmopt.llvm.ir import normalize_ir
-from llmopt.llvm.passes import OZ
+from llmopt.llvm.passes import OZ, vocabulary
 from llmopt.run_settings import settings_diff, store_settings
 
 log = logging.getLogger(__name__)
@@ -46,14 +49,21 @@ class JobConfig:
     sources: list[str]
     out: str
     budget: int = 1000
-    greedy_steps: int = 4
+    greedy_steps: int = 40  # greedy (and the polish) run until a step no longer improves, at most this many
     max_len: int = 12
     minimize: bool = True
     seconds: float | None = None
     seed: int = 0
-    max_tokens: int = 1000
-    shard_units: int = 32
-    broadcast_top: int = 100  # distinct best lists broadcast to every function (most frequent first)
+    max_tokens: int = 4096  # tokens of the model's tokenizer
+    min_instructions: int = 5
+    package_cap: int | None = 1000  # functions per package at most
+    shard_units: int = 32  # units per phase-0 item of generated programs
+    shard_functions: int = 64  # functions per phase-1/2 shard
+    broadcast_top: int = 256  # distinct best lists broadcast to every function (most frequent first)
+    split: str = "package"  # "package" (test/validation from unseen packages) or "hash"
+    test_share: float = 0.06
+    validation_share: float = 0.06
+    tokenizer: str | None = None  # tokenizer folder for the budget (default: the shipped model's)
     safety: bool = True
     run_timeout: float = 10.0
     eval_timeout: float = 20.0
@@ -65,12 +75,17 @@ class JobConfig:
     limit_shards: int | None = None  # stop after this many shards (tests, benchmarks)
 
     # Settings that change the rows: a resumed job must match them.
-    ROW_KEYS = ("sources", "budget", "greedy_steps", "max_len", "minimize", "seed", "max_tokens", "shard_units",
-                "broadcast_top", "safety")
+    ROW_KEYS = ("sources", "budget", "greedy_steps", "max_len", "minimize", "seed", "max_tokens", "min_instructions",
+                "package_cap", "shard_units", "shard_functions", "broadcast_top", "split", "test_share",
+                "validation_share", "tokenizer", "safety")
 
     def tune(self) -> TuneConfig:
         return TuneConfig(budget=self.budget, max_len=self.max_len, greedy_steps=self.greedy_steps,
                           minimize=self.minimize, seconds=self.seconds, seed=self.seed)
+
+    def select(self) -> SelectConfig:
+        return SelectConfig(max_tokens=self.max_tokens, min_instructions=self.min_instructions,
+                            package_cap=self.package_cap, seed=self.seed, jobs=self.workers or default_workers())
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides) -> JobConfig:
@@ -93,24 +108,35 @@ class JobStats:
 
 # ---------------------------------------------------------------------------------------------- planning
 
-def plan_units(cfg: JobConfig) -> list[Unit]:
-    """All units of all sources, interleaved round-robin so every prefix of shards mixes sources."""
+@dataclass
+class WorkItem:
+    """Phase 0's unit of work: one package, or a chunk of units of another source."""
+
+    key: str
+    units: Callable[[], list[Unit]]  # listed when the item runs (a package is downloaded then)
+
+
+def plan_items(cfg: JobConfig) -> list[WorkItem]:
+    from data_pipeline.sources.packages import PackageSource
+
     work = Path(cfg.out) / "work"
-    streams = [iter(parse_source(spec, work, seed=cfg.seed).units()) for spec in cfg.sources]
-    units: list[Unit] = []
-    while streams:
-        for stream in list(streams):
-            try:
-                units.append(next(stream))
-            except StopIteration:
-                streams.remove(stream)
-    return units
+    items: list[WorkItem] = []
+    for spec in cfg.sources:
+        source = parse_source(spec, work, seed=cfg.seed)
+        if isinstance(source, PackageSource):
+            for pkg in source.packages:
+                one = PackageSource((pkg,), source.download_dir)
+                items.append(WorkItem(pkg.key, lambda one=one: list(one.units())))
+        else:
+            units = list(source.units())
+            for i in range(0, len(units), cfg.shard_units):
+                chunk = units[i: i + cfg.shard_units]
+                items.append(WorkItem(f"{spec}#{i // cfg.shard_units}", lambda chunk=chunk: chunk))
+    return items
 
 
-def plan_shards(cfg: JobConfig) -> list[list[Unit]]:
-    units = plan_units(cfg)
-    shards = [units[i : i + cfg.shard_units] for i in range(0, len(units), cfg.shard_units)]
-    return shards[: cfg.limit_shards] if cfg.limit_shards is not None else shards
+def _item_path(out: Path, index: int) -> Path:
+    return out / "work" / "p0" / f"item-{index:04d}.json.gz"
 
 
 def _shard_path(out: Path, phase: str, index: int) -> Path:
@@ -127,55 +153,84 @@ def _check_config(cfg: JobConfig) -> None:
                        "or the old settings to resume")
 
 
+# ---------------------------------------------------------------------------------------------- phase 0
+
+def run_phase0_item(cfg: JobConfig, item: WorkItem, count_tokens: Callable[[str], int]) -> dict:
+    stats: Counter = Counter()
+    functions = select_functions(item.units(), cfg.select(), count_tokens, stats)
+    return {"item": item.key, "stats": dict(stats), "rows": [function_record(fn) for fn in functions]}
+
+
+def load_functions(out: Path, n_items: int) -> dict[str, dict]:
+    """{ir_hash: phase-0 record} over all items, the first occurrence of a function winning."""
+    functions: dict[str, dict] = {}
+    for i in range(n_items):
+        for rec in read_shard(_item_path(out, i))["rows"]:
+            functions.setdefault(rec["ir_hash"], rec)
+    return functions
+
+
+def plan_shards(cfg: JobConfig, n_items: int) -> list[list[str]]:
+    """Phase-1 shards as lists of ir_hash, stored in work/plan.json: items interleaved round-robin, so
+    every prefix of shards mixes all packages (a job stopped half-way still covers every source).
+
+    The plan only grows: when the catalog gained packages (new items at the end), their functions
+    become new shards after the stored ones, so finished shards stay valid."""
+    path = Path(cfg.out) / "work" / "plan.json"
+    plan = json.loads(path.read_text()) if path.exists() else {"items": 0, "shards": []}
+    if plan["items"] >= n_items:
+        return plan["shards"]
+    seen = Seen(h for shard in plan["shards"] for h in shard)
+    for i in range(plan["items"]):  # a function of an old item that a new one repeats stays in the old one
+        seen.update(r["ir_hash"] for r in read_shard(_item_path(Path(cfg.out), i))["rows"])
+    streams = []
+    for i in range(plan["items"], n_items):
+        rows = read_shard(_item_path(Path(cfg.out), i))["rows"]
+        streams.append(iter([r["ir_hash"] for r in rows if seen.add(r["ir_hash"])]))
+    order: list[str] = []
+    while streams:
+        for stream in list(streams):
+            try:
+                order.append(next(stream))
+            except StopIteration:
+                streams.remove(stream)
+    plan["shards"] += [order[i: i + cfg.shard_functions] for i in range(0, len(order), cfg.shard_functions)]
+    plan["items"] = n_items
+    write_atomic(path, json.dumps(plan).encode())
+    return plan["shards"]
+
+
 # ---------------------------------------------------------------------------------------------- phase 1
 
-def compile_shard(cfg: JobConfig, units: list[Unit]) -> tuple[list, Counter]:
-    """Compile and split one shard of units (subprocess-bound: runs in a thread beside the tuner)."""
+def _result_record(res: TuneResult, **extra) -> dict:
+    return {"ir_hash": res.ir_hash, "instcount_oz": res.instcount_oz, "passes": res.best.passes,
+            "instcount_best": res.best.instcount, "search_method": res.best.method,
+            "evaluations": res.evaluations, **res.good.summary(), **extra}
+
+
+def run_phase1_shard(cfg: JobConfig, index: int, functions: list[dict], harness: Harness) -> dict:
+    """Measure the inputs and search every function of one shard; returns the shard payload."""
     stats: Counter = Counter()
-    functions = []
-    for unit in units:
-        try:
-            module = compile_unit(unit)
-        except (CompileError, RuntimeError) as err:
-            stats["compile_failed"] += 1
-            log.info("skip %s", err)
-            continue
-        stats["units_compiled"] += 1
-        functions += split_unit(unit, module, cfg.max_tokens, stats)
-    return functions, stats
-
-
-def run_phase1_shard(cfg: JobConfig, index: int, units: list[Unit], harness: Harness,
-                     seen: Seen | None = None, compiled: tuple[list, Counter] | None = None) -> dict:
-    """Compile, split, dedupe and autotune one shard of units; returns the shard payload."""
-    functions, stats = compiled if compiled is not None else compile_shard(cfg, units)
-    if seen is not None:
-        fresh = [fn for fn in functions if seen.add(fn.ir_hash)]
-        stats["duplicates"] += len(functions) - len(fresh)
-        functions = fresh
-    local = {}
-    for fn in functions:  # duplicates within the shard (Ray mode has no global `seen`)
-        if fn.ir_hash in local:
-            stats["duplicates"] += 1
-        else:
-            local[fn.ir_hash] = fn
-    functions = list(local.values())
-    inputs = harness.evaluate_tasks([(fn.ir, []) for fn in functions])
-    tuned = autotune_many({fn.ir_hash: fn.ir for fn in functions}, harness, cfg.tune())
-    rows = []
+    inputs = harness.evaluate_tasks([(fn["ir"], []) for fn in functions])
+    usable = {}
     for fn, unopt in zip(functions, inputs, strict=True):
-        res = tuned[fn.ir_hash]
-        if not unopt.ok or res.best is None:
-            stats["unusable"] += 1  # the IR does not parse or -Oz fails on it
+        if not unopt.ok:
+            stats["unusable"] += 1  # the IR does not parse or verify
+        elif unopt.instcount < cfg.min_instructions:
+            stats["too_short"] += 1
+        else:
+            usable[fn["ir_hash"]] = (fn, unopt.instcount)
+    vocab = vocabulary(harness.version)
+    results = {h: TuneResult(h, None, None) for h in usable}
+    drive(((h, search(h, cfg.tune(), results[h], vocab)) for h in usable), harness,
+          {h: fn["ir"] for h, (fn, _) in usable.items()})
+    rows = []
+    for h, (_, n_input) in usable.items():
+        res = results[h]
+        if res.best is None:
+            stats["unusable"] += 1  # -Oz fails on it
             continue
-        rows.append({
-            "source": fn.unit.source, "license": fn.unit.license, "llvm_version": harness.version,
-            "name": fn.name, "ir": fn.ir, "ir_hash": fn.ir_hash, "n_tokens": fn.n_tokens,
-            "instcount_input": unopt.instcount, "instcount_oz": res.instcount_oz,
-            "passes": res.best.passes, "instcount_best": res.best.instcount, "evaluations": res.evaluations,
-            "search_method": res.best.method, "unit": fn.unit.uid, "runnable": fn.unit.runnable,
-            "unit_spec": dataclasses.asdict(fn.unit),
-        })
+        rows.append(_result_record(res, instcount_input=n_input, llvm_version=harness.version))
     stats["functions"] = len(rows)
     return {"shard": index, "stats": dict(stats), "rows": rows}
 
@@ -189,28 +244,37 @@ def choose_broadcast(rows: list[dict], top: int) -> list[list[str]]:
     return [list(ls) for ls in ordered[:top]]
 
 
-def run_phase2_shard(cfg: JobConfig, index: int, rows: list[dict], lists: list[list[str]],
-                     harness: Harness) -> dict:
-    """Broadcast `lists` to every row, measure the final optimized IR, check labels by running."""
+def _resume_result(row: dict) -> TuneResult:
+    good = GoodLists.from_summary(row)
+    res = TuneResult(row["ir_hash"], row["instcount_oz"], Best(row["passes"], row["instcount_best"],
+                     row["search_method"]), evaluations=row["evaluations"], good=good)
+    res.evaluated = set(good.counts)
+    return res
+
+
+def run_phase2_shard(cfg: JobConfig, index: int, rows: list[dict], functions: dict[str, dict],
+                     lists: list[list[str]], harness: Harness) -> dict:
+    """Broadcast `lists` to every row, polish its best list greedily, measure the optimized IR, and
+    check csmith labels by running the program."""
     stats: Counter = Counter()
-    tasks = [(r["ir"], ls) for r in rows for ls in lists]
-    results = harness.evaluate_tasks(tasks) if tasks else []
-    for i, row in enumerate(rows):
-        row_results = results[i * len(lists) : (i + 1) * len(lists)]
-        row["evaluations"] += len({tuple(ls) for ls in lists})
-        best = rank(row["instcount_best"], row["passes"])
-        for ls, res in zip(lists, row_results, strict=True):
-            if res.ok and rank(res.instcount, ls) < best:
-                row["passes"], row["instcount_best"], row["search_method"] = list(ls), res.instcount, "broadcast"
-                best = rank(res.instcount, ls)
-        stats["broadcast_improved"] += row["search_method"] == "broadcast"
-    _final_ir(rows, harness, stats)
+    vocab = vocabulary(harness.version)
+    results = {r["ir_hash"]: _resume_result(r) for r in rows}
+    irs = {h: functions[h]["ir"] for h in results}
+    drive(((h, refine(h, cfg.tune(), results[h], lists, vocab)) for h in results), harness, irs)
+    out = []
+    for row in rows:
+        res = results[row["ir_hash"]]
+        stats[f"refined_by_{res.best.method}"] += res.best.method in ("broadcast", "polish")
+        out.append({**functions[row["ir_hash"]],
+                    **_result_record(res, instcount_input=row["instcount_input"], llvm_version=row["llvm_version"])})
+    _final_ir(out, harness, stats)
     if cfg.safety:
         from data_pipeline.safety import check_rows
 
-        check_rows(rows, harness, stats, timeout=cfg.run_timeout)
-        stats["safety_checked"] += 0
-    return {"shard": index, "stats": dict(stats), "rows": rows}
+        check_rows(out, harness, stats, timeout=cfg.run_timeout)
+    for row in out:  # phase 0 holds the input: keep the shard small
+        del row["ir"]
+    return {"shard": index, "stats": dict(stats), "rows": out}
 
 
 def _final_ir(rows: list[dict], harness: Harness, stats: Counter) -> None:
@@ -316,9 +380,9 @@ def _ray_task(cfg: JobConfig, phase: str, index: int, *args) -> tuple[dict, int]
     harness = _make_harness(cfg, workers=1)
     try:
         if phase == "p1":
-            payload = run_phase1_shard(cfg, index, args[0], harness, seen=None)
+            payload = run_phase1_shard(cfg, index, args[0], harness)
         else:
-            payload = run_phase2_shard(cfg, index, args[0], args[1], harness)
+            payload = run_phase2_shard(cfg, index, args[0], args[1], args[2], harness)
         return payload, harness.stats.evaluations
     finally:
         harness.close()
@@ -330,85 +394,106 @@ def _finished(out: Path, phase: str, n: int) -> list[int]:
     return [i for i in range(n) if _shard_path(out, phase, i).exists()]
 
 
-def _dedupe_p1(out: Path, indices: Iterator[int]) -> dict[int, list[dict]]:
-    """Phase 1 rows per shard with duplicates across shards removed (earliest shard wins)."""
-    seen, kept = Seen(), {}
-    for i in indices:
-        kept[i] = [r for r in read_shard(_shard_path(out, "p1", i))["rows"] if seen.add(r["ir_hash"])]
-    return kept
+def _run_phase0(cfg: JobConfig, items: list[WorkItem], stats: JobStats) -> None:
+    from data_pipeline.compile import TokenCounter
+
+    out = Path(cfg.out)
+    todo = [i for i in range(len(items)) if not _item_path(out, i).exists()]
+    if not todo:
+        return
+    count_tokens = TokenCounter(cfg.tokenizer)
+    bar = _progress(cfg, len(items), "p0 select")
+    bar.update(len(items) - len(todo))
+    failed = []
+    try:
+        for i in todo:
+            bar.set_postfix(item=items[i].key[:40])
+            try:
+                payload = run_phase0_item(cfg, items[i], count_tokens)
+            except SourceError as err:  # e.g. a download that failed: retried when the job runs again
+                log.warning("work item %s failed: %s", items[i].key, err)
+                failed.append(items[i].key)
+                continue
+            write_shard(_item_path(out, i), payload)
+            stats.counts.update(payload["stats"])
+            bar.update(1)
+    finally:
+        bar.close()
+    if failed:
+        raise JobError(f"{len(failed)} work items failed ({', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}): "
+                       "run the job again to retry them, or drop them from the sources")
 
 
-def run_job(cfg: JobConfig, phases: tuple[str, ...] = ("p1", "p2", "write")) -> JobStats:
+def run_job(cfg: JobConfig, phases: tuple[str, ...] = ("p0", "p1", "p2", "write")) -> JobStats:
     out = Path(cfg.out)
     _check_config(cfg)
     stats = JobStats()
     start = time.monotonic()
-    shards = plan_shards(cfg)
+    items = plan_items(cfg)
+    if "p0" in phases:
+        _run_phase0(cfg, items, stats)
+    if missing := [i for i in range(len(items)) if not _item_path(out, i).exists()]:
+        raise JobError(f"phase 0 is not finished ({len(missing)} work items left): run the job again to resume it")
+    functions = load_functions(out, len(items))
+    shards = plan_shards(cfg, len(items))
+    if cfg.limit_shards is not None:
+        shards = shards[: cfg.limit_shards]
     n = len(shards)
-    log.info("%d units in %d shards", sum(map(len, shards)), n)
+    log.info("%d functions in %d shards", sum(map(len, shards)), n)
     if "p1" in phases:
-        done = set(_finished(out, "p1", n))
-        todo = [i for i in range(n) if i not in done]
+        todo = [i for i in range(n) if i not in set(_finished(out, "p1", n))]
+        args_of = lambda i: ([functions[h] for h in shards[i]],)  # noqa: E731
         if cfg.executor == "ray":
-            _run_ray(cfg, todo, "p1", stats, n, lambda i: (shards[i],))
+            _run_ray(cfg, todo, "p1", stats, n, args_of)
         else:
-            seen = Seen(h for i in sorted(done) for h in
-                        (r["ir_hash"] for r in read_shard(_shard_path(out, "p1", i))["rows"]))
-
-            from concurrent.futures import ThreadPoolExecutor
-
-            # Compile shard i+1 while shard i is tuned: clang/llvm-extract would otherwise idle the pool.
-            prefetch = ThreadPoolExecutor(max_workers=1)
-            futures = {i: prefetch.submit(compile_shard, cfg, shards[i]) for i in todo[:1]}
-
-            def phase1(i: int, harness: Harness) -> dict:
-                nxt = todo.index(i) + 1
-                if nxt < len(todo):
-                    futures[todo[nxt]] = prefetch.submit(compile_shard, cfg, shards[todo[nxt]])
-                return run_phase1_shard(cfg, i, shards[i], harness, seen, compiled=futures.pop(i).result())
-
-            try:
-                _run_local(cfg, todo, phase1, "p1", stats, n)
-            finally:
-                prefetch.shutdown(wait=False, cancel_futures=True)
+            _run_local(cfg, todo, lambda i, h: run_phase1_shard(cfg, i, *args_of(i), h), "p1", stats, n)
     if "p2" in phases:
         if len(_finished(out, "p1", n)) < n:
             raise JobError("phase 1 is not finished: run the job again to resume it")
-        kept = _dedupe_p1(out, iter(range(n)))
+        p1 = {i: read_shard(_shard_path(out, "p1", i))["rows"] for i in range(n)}
         bpath = out / "work" / "broadcast.json"
         if not bpath.exists():
-            lists = choose_broadcast([r for rows in kept.values() for r in rows], cfg.broadcast_top)
+            lists = choose_broadcast([r for rows in p1.values() for r in rows], cfg.broadcast_top)
             write_atomic(bpath, json.dumps(lists).encode())
         lists = json.loads(bpath.read_text())
-        done = set(_finished(out, "p2", n))
-        todo = [i for i in range(n) if i not in done]
+        todo = [i for i in range(n) if i not in set(_finished(out, "p2", n))]
+        args_of = lambda i: (p1[i], {r["ir_hash"]: functions[r["ir_hash"]] for r in p1[i]}, lists)  # noqa: E731
         if cfg.executor == "ray":
-            _run_ray(cfg, todo, "p2", stats, n, lambda i: (kept[i], lists))
+            _run_ray(cfg, todo, "p2", stats, n, args_of)
         else:
-            _run_local(cfg, todo, lambda i, h: run_phase2_shard(cfg, i, kept[i], lists, h), "p2", stats, n)
+            _run_local(cfg, todo, lambda i, h: run_phase2_shard(cfg, i, *args_of(i), h), "p2", stats, n)
     if "write" in phases:
-        stats.functions = sum(write_output(cfg, n).values())  # rows in the dataset (phases re-count them)
+        stats.functions = sum(write_output(cfg, n, functions).values())  # rows in the dataset
     stats.seconds = time.monotonic() - start
     return stats
 
 
-def write_output(cfg: JobConfig, n_shards: int) -> dict[str, int]:
-    """Assemble phase-2 shards into the parquet DatasetDict and its card."""
+def write_output(cfg: JobConfig, n_shards: int, functions: dict[str, dict]) -> dict[str, int]:
+    """Assemble phase-2 shards (joined with phase 0's input IR) into the parquet DatasetDict and its card."""
     from data_pipeline.card import write_card
 
     out = Path(cfg.out)
-    seen, by_split = Seen(), {"train": [], "validation": [], "test": []}
-    p1_stats, p2_stats = Counter(), Counter()
+    p0_stats, p1_stats, p2_stats, rows = Counter(), Counter(), Counter(), []
+    for i in range(len(list((out / "work" / "p0").glob("item-*.json.gz")))):
+        payload = read_shard(_item_path(out, i))
+        p0_stats.update(payload["stats"])
+        p0_stats["duplicates_across_items"] += len(payload["rows"])
+    p0_stats["duplicates_across_items"] -= len(functions)
     for i in range(n_shards):
         p1_stats.update(read_shard(_shard_path(out, "p1", i))["stats"])
         payload = read_shard(_shard_path(out, "p2", i))
         p2_stats.update(payload["stats"])
-        for row in payload["rows"]:
-            if seen.add(row["ir_hash"]):
-                by_split[split_of(row["ir_hash"])].append(row)
+        rows += [{**row, "ir": functions[row["ir_hash"]]["ir"]} for row in payload["rows"]]
+    if cfg.split == "package":
+        split_of_row = split_by_group(rows, cfg.test_share, cfg.validation_share, cfg.seed)
+    else:
+        split_of_row = {r["ir_hash"]: split_of(r["ir_hash"]) for r in rows}
+    by_split: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
+    for row in rows:
+        by_split[split_of_row[row["ir_hash"]]].append(row)
     write_dataset(by_split, out)
     lists = json.loads((out / "work" / "broadcast.json").read_text())
-    write_card(out, cfg, by_split, p1_stats, p2_stats, len(lists))
+    write_card(out, cfg, by_split, p0_stats + p1_stats, p2_stats, len(lists))
     return {k: len(v) for k, v in by_split.items()}
 
 

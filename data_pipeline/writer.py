@@ -11,8 +11,20 @@ from pathlib import Path
 from data_pipeline.split import SPLITS
 
 # Columns of docs/interfaces.md, in that order.
-COLUMNS = ("source", "license", "llvm_version", "name", "ir", "ir_hash", "n_tokens", "instcount_input",
-           "instcount_oz", "passes", "instcount_best", "optimized_ir", "evaluations", "search_method")
+COLUMNS = ("source", "package", "license", "llvm_version", "name", "ir", "ir_hash", "n_tokens", "instcount_input",
+           "instcount_oz", "passes", "instcount_best", "good_lists", "n_best_lists", "optimized_ir", "evaluations",
+           "search_method")
+
+
+def good_lists(row: dict) -> list[dict]:
+    """The row's good lists, best first: every kept list that ties for the best, then the top distinct ones."""
+    seen, out = set(), []
+    best = row["instcount_best"]
+    for passes, n in [(ls, best) for ls in row.get("ties", [])] + [tuple(t) for t in row.get("top", [])]:
+        if tuple(passes) not in seen:
+            seen.add(tuple(passes))
+            out.append({"passes": list(passes), "instcount": int(n)})
+    return out
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -45,23 +57,31 @@ def write_dataset(rows_by_split: dict[str, list[dict]], out: Path) -> dict[str, 
     import pyarrow.parquet as pq
 
     schema = pa.schema([
-        ("source", pa.string()), ("license", pa.string()), ("llvm_version", pa.int64()), ("name", pa.string()),
+        ("source", pa.string()), ("package", pa.string()), ("license", pa.string()), ("llvm_version", pa.int64()), ("name", pa.string()),
         ("ir", pa.string()), ("ir_hash", pa.string()), ("n_tokens", pa.int64()),
         ("instcount_input", pa.int64()), ("instcount_oz", pa.int64()), ("passes", pa.list_(pa.string())),
-        ("instcount_best", pa.int64()), ("optimized_ir", pa.string()), ("evaluations", pa.int64()),
+        ("instcount_best", pa.int64()),
+        ("good_lists", pa.list_(pa.struct([("passes", pa.list_(pa.string())), ("instcount", pa.int64())]))),
+        ("n_best_lists", pa.int64()), ("optimized_ir", pa.string()), ("evaluations", pa.int64()),
         ("search_method", pa.string()),
     ])
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
     for split in SPLITS:
         rows = sorted(rows_by_split.get(split, []), key=lambda r: r["ir_hash"])
-        table = pa.Table.from_pylist([{c: r[c] for c in COLUMNS} for r in rows], schema=schema)
+        table = pa.Table.from_pylist([_columns(r) for r in rows], schema=schema)
         path = out / f"{split}.parquet"
         tmp = path.with_suffix(".parquet.tmp")
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, path)
         paths[split] = path
     return paths
+
+
+def _columns(row: dict) -> dict:
+    full = {"package": row.get("package") or row["source"], "good_lists": good_lists(row),
+            "n_best_lists": row.get("n_ties", 1), **{k: v for k, v in row.items() if k not in ("package",)}}
+    return {c: full[c] for c in COLUMNS}
 
 
 def load_dataset_dict(out: Path):

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(300)
 def test_small_run_writes_loadable_datasetdict(tmp_path: Path):
     out = tmp_path / "ds"
     rc = main(["--source", "csmith:6", "--budget", "12", "--greedy-steps", "1", "--broadcast-top", "3",
-               "--shard-units", "3", "--workers", "2", "--cache", str(tmp_path / "c.sqlite"), "--out", str(out),
+               "--shard-units", "3", "--shard-functions", "8", "--workers", "2", "--cache", str(tmp_path / "c.sqlite"), "--out", str(out),
                "--no-progress"])
     assert rc == 0
     ds = load_dataset_dict(out)
@@ -28,9 +28,20 @@ def test_small_run_writes_loadable_datasetdict(tmp_path: Path):
     for r in rows:
         assert r["instcount_best"] <= r["instcount_oz"]
         assert r["passes"] and r["optimized_ir"].strip()
-        assert r["search_method"] in ("random", "greedy", "broadcast", "oz")
+        assert r["search_method"] in ("random", "greedy", "broadcast", "polish", "oz")
         assert r["evaluations"] >= 1 and r["llvm_version"] >= 14
-        assert split_of(r["ir_hash"]) in ("train", "validation", "test")
+        assert r["instcount_input"] >= 5  # the default --min-instructions
+        # good_lists: the label first, every list at the best count before any worse one, counts ascending
+        good = r["good_lists"]
+        assert good[0] == {"passes": r["passes"], "instcount": r["instcount_best"]}
+        assert [g["instcount"] for g in good] == sorted(g["instcount"] for g in good)
+        assert sum(g["instcount"] == r["instcount_best"] for g in good) == min(r["n_best_lists"], 64) or \
+            len(good) >= 64
+    # The package split: a csmith program (its own package) never straddles splits.
+    split_of_package = {}
+    for split, rows_ in ds.items():
+        for r in rows_:
+            assert split_of_package.setdefault(r["package"], split) == split
     assert len({r["ir_hash"] for r in rows}) == len(rows)
     card = (out / "README.md").read_text()
     assert "improvement over -Oz" in card and "csmith" in card
@@ -73,5 +84,5 @@ def test_config_file_with_command_line_overrides(tmp_path: Path):
     add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["datagen", "--config", str(cfg_file), "--budget", "70"])
     cfg = config_from_args(args)
-    assert (cfg.sources, cfg.budget, cfg.greedy_steps) == (["csmith:5"], 70, 4)
+    assert (cfg.sources, cfg.budget, cfg.greedy_steps) == (["csmith:5"], 70, 40)
     assert args.func is not None

@@ -1,7 +1,7 @@
 """Where input programs come from. Each source yields `Unit`s: one compilable file with provenance.
 
 A source spec on the command line is `kind:arg`: `csmith:N`, `dir:PATH`, `pypi:PKG[,PKG...]`
-(or `pypi:default`, `pypi:all`), `gcc-tests:N`.  Units come in a deterministic order so that shard numbers
+(or `pypi:default`, `pypi:all`), `npm:PKG[,PKG...]`, `packages:all` (the whole catalog), `gcc-tests:N`.  Units come in a deterministic order so that shard numbers
 are stable across runs (resume relies on it).
 """
 
@@ -26,6 +26,12 @@ class Unit:
     generator: str | None = None  # "csmith": text is made from `seed` on demand
     runnable: bool = False  # prints a checksum from main(): label safety can run it
     boilerplate: tuple[str, ...] = field(default=())  # regexes of generated helper names to drop
+    package: str | None = None  # the project it belongs to (split and cap group); None: the unit is its own
+
+    @property
+    def group(self) -> str:
+        """Functions of one group never straddle splits (near-copies within a project would leak)."""
+        return self.package or self.uid
 
 
 class Source:
@@ -53,15 +59,17 @@ def parse_source(spec: str, workdir: Path, seed: int = 0) -> Source:
         from data_pipeline.sources.directory import DirectorySource
 
         return DirectorySource.from_spec(arg)
-    if kind == "pypi":
-        from data_pipeline.sources.pypi import PypiSource
+    if kind in ("pypi", "npm", "packages"):
+        from data_pipeline.sources.catalog import select
+        from data_pipeline.sources.packages import PackageSource
 
-        return PypiSource.from_spec(arg, workdir / "downloads")
+        return PackageSource(select(kind, arg), workdir / "downloads")
     if kind == "gcc-tests":
         from data_pipeline.sources.gcc_tests import GccTestsSource
 
         return GccTestsSource(limit=_int(spec, arg) if arg else None, workdir=workdir / "gcc-tests")
-    raise SourceError(f"unknown source {spec!r}: use csmith:N, dir:PATH, pypi:PKG[,PKG] or gcc-tests[:N]")
+    raise SourceError(f"unknown source {spec!r}: use csmith:N, dir:PATH, pypi:PKG[,PKG], npm:PKG[,PKG], "
+                      "packages:all or gcc-tests[:N]")
 
 
 def _int(spec: str, arg: str) -> int:
