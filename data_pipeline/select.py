@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,9 +27,12 @@ from data_pipeline.compile import (
     split_unit,
 )
 from data_pipeline.sources import Unit
+from llmopt.llvm.ir import IRError, extract_functions
 
 log = logging.getLogger(__name__)
 
+EXTRACT_CHUNK = 32
+BIG_MODULE = 200_000  # characters of IR above which chunked extraction pays
 _DEFINE = re.compile(r"^define [^@\n]*@(\"(?:[^\"\\]|\\.)*\"|[\w.$\-]+)\(", re.M)
 
 
@@ -101,13 +105,21 @@ def select_functions(units: Iterable[Unit], cfg: SelectConfig, count_tokens: Cal
         for _, i, name in open_:
             by_unit[i].append(name)
         extracted = {}
-        # llvm-extract runs once a function: keep `jobs` of them running (the tokenizer is thread-safe).
-        jobs = [(i, names[k::cfg.jobs]) for i, names in by_unit.items() for k in range(min(cfg.jobs, len(names)))]
+        # llvm-extract runs once a function, in `jobs` threads (the tokenizer is thread-safe), on chunks of
+        # EXTRACT_CHUNK functions first extracted together: it parses its whole input each time.
+        jobs = [(i, names[k: k + EXTRACT_CHUNK]) for i, names in by_unit.items()
+                for k in range(0, len(names), EXTRACT_CHUNK)]
         with ThreadPoolExecutor(max(1, cfg.jobs)) as pool:
             def extract(job: tuple[int, list[str]]) -> tuple[int, list[Function], Counter]:
                 i, names = job
+                unit, module = compiled[i]
                 own: Counter = Counter()  # one per thread: Counter updates are not atomic
-                fns = split_unit(*compiled[i], cfg.max_tokens, own, count_tokens, cfg.min_instructions, names)
+                if len(module) > BIG_MODULE and len(names) > 1:
+                    try:
+                        module = extract_functions(module, names)
+                    except (IRError, subprocess.TimeoutExpired):
+                        pass  # each function is then tried (and counted) on its own
+                fns = split_unit(unit, module, cfg.max_tokens, own, count_tokens, cfg.min_instructions, names)
                 return i, fns, own
 
             for i, fns, own in pool.map(extract, jobs):

@@ -157,12 +157,22 @@ def defined_functions(ir: str) -> list[str]:
 
 def extract_function(ir: str, name: str, version: int | None = None) -> str:
     """A module holding only the definition of `name` (other functions become declarations)."""
+    return extract_functions(ir, [name], version)
+
+
+def extract_functions(ir: str, names: list[str], version: int | None = None) -> str:
+    """A module holding only the definitions of `names` (others become declarations).
+
+    Extracting one function from this smaller module gives the same text as from the whole one, which
+    makes many extractions from a large module cheap: llvm-extract parses its whole input each time."""
     tool = find_toolchain(version).tool("llvm-extract")
     proc = subprocess.run(
-        [tool, f"--func={name}", "-S", "-o", "-", "-"], input=ir, capture_output=True, text=True, timeout=120
+        [tool, *[f"--func={name}" for name in names], "-S", "-o", "-", "-"], input=ir, capture_output=True,
+        text=True, timeout=120,
     )
     if proc.returncode != 0:
-        raise IRError(f"llvm-extract failed for @{name}: {proc.stderr.strip().splitlines()[-1:]}")
+        raise IRError(f"llvm-extract failed for {', '.join('@' + n for n in names[:3])}"
+                      f"{' ...' if len(names) > 3 else ''}: {proc.stderr.strip().splitlines()[-1:]}")
     return proc.stdout
 
 
