@@ -1,4 +1,5 @@
-"""The dataset card (OUT/README.md): sources, licenses, counts, token lengths, autotuner gains."""
+"""The dataset card (OUT/README.md): how it was made, sources and licenses, sizes, the autotuner's gains
+per split, source and size bin, how labels were found, how many good lists each function has."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from data_pipeline.split import SPLITS, TEST_PERMILLE, VALIDATION_PERMILLE
+from data_pipeline.split import SPLITS
+from data_pipeline.writer import good_lists
+from llmopt.metrics import SIZE_BINS, overall_improvement, size_bin
 
 
 def improvement(rows: list[dict]) -> float:
     """Overall improvement over -Oz in %: (sum oz - sum best) / sum oz."""
-    oz = sum(r["instcount_oz"] for r in rows)
-    return 100.0 * (oz - sum(r["instcount_best"] for r in rows)) / oz if oz else 0.0
+    return overall_improvement((r["instcount_oz"] for r in rows), (r["instcount_best"] for r in rows))
 
 
 def _quantiles(values: list[int]) -> str:
@@ -29,76 +31,110 @@ def _rejections(p2: Counter) -> str:
     return ", ".join(parts) or "none"
 
 
-def render_card(cfg, by_split: dict[str, list[dict]], p1: Counter, p2: Counter, n_broadcast: int) -> str:
-    rows = [r for s in SPLITS for r in by_split.get(s, [])]
-    by_source: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_source[r["source"]].append(r)
-    licenses = {r["source"]: r["license"] for r in rows}
-    llvm = sorted({r["llvm_version"] for r in rows})
-    lines = [
-        "---", "license: other", "tags: [llvm, compiler-optimization, pass-ordering]", "---", "",
-        f"# {Path(cfg.out).name}", "",
-        "LLVM-IR functions with the best `opt` pass list llmopt's autotuner found for instruction count "
-        "(thesis §4.3.2), one row per function. Columns: see `docs/interfaces.md` (Dataset rows).", "",
+def _gain_row(label: str, rows: list[dict], total: int, extra: str = "") -> str:
+    improved = sum(r["instcount_best"] < r["instcount_oz"] for r in rows)
+    return (f"| {label} |{extra} {len(rows)} | {100 * len(rows) / max(1, total):.1f}% | {improvement(rows):.2f}% | "
+            f"{100 * improved / max(1, len(rows)):.1f}% |")
+
+
+def _command(cfg) -> str:
+    opts = [f"--source {s}" for s in cfg.sources]
+    for name in ("budget", "greedy_steps", "max_tokens", "min_instructions", "package_cap", "broadcast_top",
+                 "shard_units", "shard_functions", "split", "seed", "limit_shards"):
+        value = getattr(cfg, name, None)
+        if value is not None:
+            opts.append(f"--{name.replace('_', '-')} {value}")
+    return f"llmopt datagen {' '.join(opts)} --out {cfg.out}"
+
+
+def _how_made(cfg, n_broadcast: int) -> list[str]:
+    split = getattr(cfg, "split", "hash")
+    return [
         "## How it was made", "",
-        f"- LLVM {', '.join(map(str, llvm))}; input IR from `clang -Oz -Xclang -disable-llvm-passes -emit-llvm -S`, "
-        "one module per defined function (llvm-extract), normalized (thesis §4.2.2).",
-        f"- Functions of at most {cfg.max_tokens} estimated tokens; deduplicated on the normalized-IR hash; "
-        "csmith's runtime helpers (safe_*, crc32*, transparent_crc, platform_main_*, main) dropped.",
-        f"- Autotuner per function: `default<Oz>`, random search of {cfg.budget} evaluations (lists of 1..{cfg.max_len} "
-        f"passes, half starting with `default<Oz>`, seed {cfg.seed}), greedy search ({cfg.greedy_steps} steps), "
-        f"minimization of the best list, then the {n_broadcast} most frequent distinct best lists broadcast to every "
-        "function. Ties go to `default<Oz>`, then to the shorter list. A function whose -Oz count is 1 is not "
-        "searched (a defined function keeps at least its terminator).",
+        "- Input IR from `clang -Oz -Xclang -disable-llvm-passes -emit-llvm -S` (C++: `clang++ -std=c++17`), one "
+        "module per defined function (llvm-extract), normalized (thesis §4.2.2); deduplicated on the normalized-IR "
+        "hash. Csmith's runtime helpers and C++ standard-library instantiations are dropped.",
+        f"- Functions of at least {getattr(cfg, 'min_instructions', 1)} instructions and at most {cfg.max_tokens} "
+        f"tokens of the model's tokenizer, at most {getattr(cfg, 'package_cap', None)} per package, sampled in a "
+        "seeded order across the package's files.",
+        f"- Autotuner per function: `default<Oz>`; random search of {cfg.budget} compilations (lists of "
+        f"1..{cfg.max_len} passes, half starting with `default<Oz>`, seed {cfg.seed}); greedy search (append the "
+        f"pass that helps most) until a step no longer improves (at most {cfg.greedy_steps} steps); minimization; "
+        f"then the {n_broadcast} most frequent distinct best lists broadcast to every function, and a greedy "
+        "polish from each function's best list (same rule) and minimization again. Ties go to the shorter list, "
+        "then to `default<Oz>`. Every label is at most the -Oz count (the search starts from -Oz).",
+        "- `good_lists`: the lists that tie for the best count (up to 64, shortest first; `n_best_lists` counts "
+        "them all) and the 16 best distinct lists measured, with their counts.",
         "- Label safety: for csmith programs every label that beats -Oz was checked by building the whole program "
         "with that function's optimized IR (others at -Oz) and comparing its checksum output with `clang -Oz`; "
         "rejected labels fall back to `default<Oz>`.",
-        f"- Split by content hash: test {TEST_PERMILLE / 10:g}%, validation {VALIDATION_PERMILLE / 10:g}%, "
-        "rest train (a test function never appears in train).",
-        f"- Command: `llmopt datagen {' '.join('--source ' + s for s in cfg.sources)} --budget {cfg.budget} "
-        f"--greedy-steps {cfg.greedy_steps} --broadcast-top {cfg.broadcast_top} --shard-units {cfg.shard_units} "
-        f"--seed {cfg.seed}{' --limit-shards ' + str(cfg.limit_shards) if cfg.limit_shards is not None else ''} "
-        f"--out {cfg.out}`", "",
-        "## Counts", "",
-        "| split | functions |", "|---|---|",
-        *[f"| {s} | {len(by_split.get(s, []))} |" for s in SPLITS],
-        f"| total | {len(rows)} |", "",
-        "## Sources and licenses", "",
-        "| source | license | functions | sum -Oz | sum best | improvement over -Oz | improved |",
-        "|---|---|---|---|---|---|---|",
+        ("- Split by package: test and validation hold whole packages (a generated program is its own) never seen "
+         f"in train, about {100 * cfg.test_share:g}% and {100 * cfg.validation_share:g}% of the functions."
+         if split == "package" else "- Split by content hash (a test function never appears in train)."),
+        f"- Command: `{_command(cfg)}`", "",
     ]
-    for src in sorted(by_source):
-        rs = by_source[src]
-        improved = sum(r["instcount_best"] < r["instcount_oz"] for r in rs)
-        lines.append(f"| {src} | {licenses[src]} | {len(rs)} | {sum(r['instcount_oz'] for r in rs)} | "
-                     f"{sum(r['instcount_best'] for r in rs)} | {improvement(rs):.2f}% | "
-                     f"{100 * improved / len(rs):.1f}% |")
+
+
+def render_card(cfg, by_split: dict[str, list[dict]], p1: Counter, p2: Counter, n_broadcast: int) -> str:
+    rows = [r for s in SPLITS for r in by_split.get(s, [])]
+    total = len(rows)
+    key = "package" if rows and "package" in rows[0] else "source"
+    by_package: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_package["csmith (all programs)" if r["source"] == "csmith" else r[key]].append(r)
+    licenses = {("csmith (all programs)" if r["source"] == "csmith" else r[key]): r["license"] for r in rows}
+    split_of_package = {r[key]: s for s in SPLITS for r in by_split.get(s, []) if r["source"] != "csmith"}
+    split_of_package["csmith (all programs)"] = "each program in one"
+    llvm = sorted({r["llvm_version"] for r in rows})
     improved = sum(r["instcount_best"] < r["instcount_oz"] for r in rows)
     worse = sum(r["instcount_best"] > r["instcount_oz"] for r in rows)
     evals = [r["evaluations"] for r in rows]
-    methods = Counter(r["search_method"] for r in rows)
-    freq = Counter(p for r in rows for p in r["passes"])
-    lengths = Counter(len(r["passes"]) for r in rows)
-    lines += [
-        "", "## Autotuner", "",
-        f"- Overall improvement over -Oz: **{improvement(rows):.2f}%** "
-        f"(sum -Oz {sum(r['instcount_oz'] for r in rows)}, sum best {sum(r['instcount_best'] for r in rows)}).",
-        f"- Functions improved: {improved} ({100 * improved / max(1, len(rows)):.1f}%); worse than -Oz: {worse}.",
-        f"- Evaluations per function: mean {statistics.mean(evals) if evals else 0:.0f}, total {sum(evals)}.",
-        f"- Search method of the final label: {dict(sorted(methods.items()))}.",
+    n_best = [r.get("n_best_lists", r.get("n_ties", 1)) for r in rows]
+    kept_lists = [len(r.get("good_lists") or good_lists(r)) for r in rows]
+    lines = [
+        "---", "license: other", "tags: [llvm, compiler-optimization, pass-ordering]", "---", "",
+        f"# {Path(cfg.out).name}", "",
+        f"LLVM {', '.join(map(str, llvm))} IR functions with the best `opt` pass list llmopt's autotuner found for "
+        "instruction count (thesis §4.3.2), one row per function. Columns: `docs/interfaces.md` (Dataset rows).", "",
+        *_how_made(cfg, n_broadcast),
+        "## Counts", "",
+        "| split | functions | packages | improvement over -Oz | functions improved |", "|---|---|---|---|---|",
+        *[f"| {s} | {len(by_split.get(s, []))} | {len({r[key] for r in by_split.get(s, [])})} | "
+          f"{improvement(by_split.get(s, [])):.2f}% | "
+          f"{100 * sum(r['instcount_best'] < r['instcount_oz'] for r in by_split.get(s, [])) / max(1, len(by_split.get(s, []))):.1f}% |"  # noqa: E501
+          for s in SPLITS],
+        f"| total | {total} | {len({r[key] for r in rows})} | {improvement(rows):.2f}% | "
+        f"{100 * improved / max(1, total):.1f}% |", "",
+        "## Autotuner", "",
+        f"- Overall improvement over -Oz: **{improvement(rows):.2f}%** (sum -Oz {sum(r['instcount_oz'] for r in rows)}, "
+        f"sum best {sum(r['instcount_best'] for r in rows)}); functions improved: {improved} "
+        f"({100 * improved / max(1, total):.1f}%); worse than -Oz: {worse}.",
+        f"- Compilations per function: mean {statistics.mean(evals) if evals else 0:.0f}, median "
+        f"{statistics.median(evals) if evals else 0:.0f}, total {sum(evals)}.",
+        f"- Search method of the final label: {dict(sorted(Counter(r['search_method'] for r in rows).items()))}.",
+        f"- Lists reaching the best count per function (min / 25% / 50% / 75% / 90% / 99% / max): {_quantiles(n_best)}; "
+        f"good lists kept per function: {_quantiles(kept_lists)}.",
         f"- Labels checked by running: {p2.get('safety_checked', 0)} in {p2.get('safety_programs', 0)} programs; "
-        f"rejected: {p2.get('safety_rejected', 0)} "
-        f"({_rejections(p2)}).",
-        "", "Best-list lengths: " + ", ".join(f"{k}: {lengths[k]}" for k in sorted(lengths)), "",
-        "Pass frequencies in best lists (top 25): " + ", ".join(f"`{p}` {n}" for p, n in freq.most_common(25)), "",
+        f"rejected: {p2.get('safety_rejected', 0)} ({_rejections(p2)}).", "",
+        "Best-list lengths: " + ", ".join(f"{k}: {v}" for k, v in sorted(Counter(len(r['passes']) for r in rows).items())),
+        "", "Pass frequencies in best lists (top 30): " + ", ".join(
+            f"`{p}` {n}" for p, n in Counter(p for r in rows for p in r["passes"]).most_common(30)), "",
+        "## By size (instructions before optimization)", "",
+        "| size bin | functions | share | improvement over -Oz | functions improved |", "|---|---|---|---|---|",
+        *[_gain_row(b, [r for r in rows if size_bin(r["instcount_input"]) == b], total) for b in SIZE_BINS
+          if any(size_bin(r["instcount_input"]) == b for r in rows)], "",
         "## Sizes", "",
-        "Estimated tokens of the input IR (min / 25% / 50% / 75% / 90% / 99% / max): "
-        + _quantiles([r["n_tokens"] for r in rows]), "",
-        "Instructions before optimization (same quantiles): " + _quantiles([r["instcount_input"] for r in rows]), "",
+        "Tokens of the input IR (min / 25% / 50% / 75% / 90% / 99% / max): " + _quantiles([r["n_tokens"] for r in rows]),
+        "", "Instructions before optimization (same quantiles): " + _quantiles([r["instcount_input"] for r in rows]),
+        "", "Instructions after -Oz (same quantiles): " + _quantiles([r["instcount_oz"] for r in rows]), "",
+        "## Sources and licenses", "",
+        "| package | split | license | functions | share | improvement over -Oz | functions improved |",
+        "|---|---|---|---|---|---|---|",
+        *[_gain_row(p, by_package[p], total, f" {split_of_package[p]} | {licenses[p]} |")
+          for p in sorted(by_package, key=lambda p: -len(by_package[p]))], "",
         "## Pipeline counts", "",
-        "Phase 1 (compile, split, dedupe, autotune): " + ", ".join(f"{k}: {v}" for k, v in sorted(p1.items())), "",
-        "Phase 2 (broadcast, safety): " + ", ".join(f"{k}: {v}" for k, v in sorted(p2.items())), "",
+        "Phases 0-1 (compile, select, search): " + ", ".join(f"{k}: {v}" for k, v in sorted(p1.items())), "",
+        "Phase 2 (broadcast, polish, safety): " + ", ".join(f"{k}: {v}" for k, v in sorted(p2.items())), "",
         "## Loading", "", "```python",
         "from datasets import load_dataset",
         f"ds = load_dataset('parquet', data_files={{s: f'{cfg.out}/{{s}}.parquet' for s in "

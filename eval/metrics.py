@@ -15,10 +15,11 @@ Compilations count distinct lists compiled.  Overall improvement is sum-based:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from llmopt.llvm.passes import OZ
+from llmopt.metrics import SIZE_BINS, overall_improvement, size_bin  # noqa: F401 - re-exported for eval
 
 
 @dataclass
@@ -92,12 +93,6 @@ class Summary:
         return asdict(self)
 
 
-def overall_improvement(oz_counts: Iterable[int], result_counts: Iterable[int]) -> float:
-    """(sum -Oz - sum result) / sum -Oz, in %; 0.0 for an empty or all-zero set."""
-    oz_total, result_total = sum(oz_counts), sum(result_counts)
-    return 100.0 * (oz_total - result_total) / oz_total if oz_total else 0.0
-
-
 def summarize(pairs: Sequence[tuple[int, Outcome]]) -> Summary:
     """Summary of (instcount_oz, outcome) pairs."""
     oz_total = sum(oz for oz, _ in pairs)
@@ -143,14 +138,3 @@ def objsize_honesty(rows: Sequence[tuple[int, int, int | None, int | None]]) -> 
     }
 
 
-def size_bin(instcount_input: int, edges: Sequence[int] = (25, 50, 100, 200, 400, 800)) -> str:
-    """Label of the input-size bin (unoptimized instructions) for thesis Fig. 4.9."""
-    low = 0
-    for edge in edges:
-        if instcount_input < edge:
-            return f"{low}-{edge - 1}"
-        low = edge
-    return f">={low}"
-
-
-SIZE_BINS = ("0-24", "25-49", "50-99", "100-199", "200-399", "400-799", ">=800")
