@@ -76,3 +76,25 @@ def test_ray_executor_matches_local(tmp_path: Path):
         ray.shutdown()
     assert rc == 0
     assert _rows(local) == _rows(distributed)
+
+
+def test_shard_plan_only_grows_when_packages_are_added(tmp_path: Path):
+    """New work items (catalog packages appended) become new shards after the stored ones; a function an
+    old item already holds is not planned twice."""
+    from data_pipeline.job import JobConfig, _item_path, plan_shards
+    from data_pipeline.writer import write_shard
+
+    out = tmp_path / "job"
+    cfg = JobConfig(sources=["packages:all"], out=str(out), shard_functions=2)
+
+    def item(i: int, hashes: list[str]) -> None:
+        write_shard(_item_path(out, i), {"item": f"i{i}", "stats": {}, "rows": [{"ir_hash": h} for h in hashes]})
+
+    item(0, ["a", "b", "c"])
+    item(1, ["d", "a"])
+    first = plan_shards(cfg, 2)
+    assert first == [["a", "d"], ["b", "c"]]  # round-robin over items, duplicates dropped
+    item(2, ["e", "b", "f"])
+    grown = plan_shards(cfg, 3)
+    assert grown[:2] == first and grown[2:] == [["e", "f"]]
+    assert plan_shards(cfg, 3) == grown  # stored: the same plan on every later run
