@@ -213,6 +213,81 @@ MORE: tuple[Package, ...] = (
     Package("npm", "bcrypto", "5.5.2", "MIT AND BSD-3-Clause AND CC0-1.0", ("deps/torsion/include", "deps/torsion/src"),
             ("TORSION_HAVE_CONFIG", "TORSION_HAVE_INT128", "TORSION_HAVE_PTHREAD"), ("cipher.c",),
             paths=("deps/torsion/src",)),  # 18/18 files, 1534 defined, ~1456 kept: libtorsion crypto; cipher.c left out (parts from OpenSSL and GPL nettle); its secp256k1 copy not taken
+    Package("pypi", "ExtensionClass", "6.5", "ZPL-2.1", include=("src",)),  # 3/4 files, 58 defined, ~55 kept
+    Package("pypi", "zodbpickle", "4.5", "ZPL-2.1 AND PSF-2.0"),  # 1/1 files, 216 defined, ~209 kept: fork of CPython's _pickle
+    Package("pypi", "cbor2", "5.6.5", "MIT"),  # 5/5 files, 244 defined, ~237 kept: CBOR encoder/decoder C extension (6.x is Rust)
+    Package("pypi", "pysimdjson", "7.0.2", "MIT AND (Apache-2.0 OR MIT) AND BSL-1.0"),  # 2/2 files (Cython binding skipped), 1301 defined, ~1252 kept: simdjson amalgamation (C++)
+    Package("pypi", "yyjson", "4.0.6", "MIT"),  # 4/4 files, 375 defined, ~356 kept: yyjson JSON library + binding
+    Package("pypi", "pyroaring", "1.2.0", "MIT AND (Apache-2.0 OR MIT)"),  # 1/1 files (Cython binding skipped), 1031 defined, ~999 kept: CRoaring amalgamation
+    Package("pypi", "pyinstrument", "5.1.3", "BSD-3-Clause"),  # 3/3 files, 40 defined, ~39 kept: stat profiler C extension
+    Package("pypi", "line_profiler", "5.1.0", "BSD-3-Clause AND PSF-2.0"),  # 2/2 files, 16 defined, ~14 kept: timers + trace hooks
+    Package("pypi", "SQLAlchemy", "1.4.54", "MIT"),  # 3/3 files, 89 defined, ~89 kept: cextension (resultproxy, processors, utils); 2.x is Cython
+    Package("pypi", "zope.proxy", "7.3", "ZPL-2.1"),  # 1/1 files, 82 defined, ~82 kept: proxy base type (zope.container vendors the same file: not taken)
+    Package("pypi", "pyclipper", "1.4.0", "MIT AND BSL-1.0"),  # 1/1 files (Cython binding skipped), 1062 defined, ~993 kept: Clipper polygon clipping (C++)
+    Package("pypi", "noise", "1.2.2", "MIT"),  # 2/2 files, 21 defined, ~16 kept: Perlin/simplex noise
+    Package("pypi", "pymongo", "4.20.0", "Apache-2.0"),  # 4/4 files, 108 defined, ~97 kept: BSON codec + message C extensions
+    Package("pypi", "persistent", "6.9", "ZPL-2.1"),  # 4/4 files, 135 defined, ~132 kept: cPersistence, pickle cache, TimeStamp
+    Package("pypi", "ciso8601", "2.4.1", "MIT"),  # 3/3 files, 36 defined, ~35 kept: ISO 8601 parser
+    Package("pypi", "time-machine", "3.6.0", "MIT"),  # 1/1 files, 42 defined, ~35 kept
+    Package("pypi", "lru-dict", "1.4.1", "MIT"),  # 1/1 files, 47 defined, ~46 kept: LRU dict C extension
+    Package("pypi", "fastcache", "1.1.0", "MIT"),  # 1/1 files, 32 defined, ~30 kept: C lru_cache
+    Package("pypi", "bintrees", "2.2.0", "MIT"),  # 1/1 files, 32 defined, ~30 kept: AVL/RB tree C code
+    Package("pypi", "curve25519-donna", "1.3", "BSD-3-Clause"),  # 6/8 files (JNI + old-API files fail), 40 defined, ~37 kept: curve25519-donna (32/64-bit)
+    Package("pypi", "bitstruct", "8.24.0", "MIT"),  # 2/2 files, 133 defined, ~133 kept: bit-field pack/unpack C extension
+    Package("pypi", "llist", "0.7.1", "MIT"),  # 4/4 files, 141 defined, ~141 kept: linked lists C extension
+    Package("pypi", "quickjs", "1.19.4", "MIT"),  # 5/6 files, 428 defined, ~417 kept: QuickJS engine (cutils, libregexp, libunicode, quickjs) + binding
+    Package("pypi", "dukpy", "0.6.0", "MIT"),  # 3/3 files, 1877 defined, ~1746 kept: Duktape JavaScript engine
+    Package("pypi", "posix_ipc", "1.3.2", "BSD-3-Clause"),  # 11/12 files, 19 defined, ~12 kept: POSIX semaphores/shm/mqueues
+    Package("pypi", "evdev", "2.0.0", "BSD-3-Clause"),  # 2/2 files, 44 defined, ~42 kept: Linux input device bindings
+    Package("pypi", "udatetime", "0.0.17", "Apache-2.0"),  # 1/1 files, 10 defined, ~10 kept: RFC 3339 parser (metadata license only, no license file)
+    Package("pypi", "lazy-object-proxy", "1.13.0", "BSD-2-Clause"),  # 1/1 files, 95 defined, ~94 kept
+    Package("pypi", "sgp4", "2.27", "MIT"),  # 2/2 files, 44 defined, ~32 kept: Vallado SGP4 propagator (C++)
+    Package("pypi", "novas", "3.1.1.6", "LicenseRef-PublicDomain"),  # 6/6 files, 80 defined, ~71 kept: USNO NOVAS C 3.1 (US government work, README: not copyrighted)
+    Package("pypi", "greenlet", "3.5.6", "MIT AND PSF-2.0"),  # 11/14 files (the rest are fragments #included by the main unit), 2722 defined, ~2499 kept: greenlet (C++)
+    Package("pypi", "astropy-healpix", "2.0.1", "BSD-3-Clause"),  # 13/15 files (numpy-needing binding fails), 500 defined, ~495 kept: astrometry.net HEALPix C code
+    Package("pypi", "oracledb", "26.1.0", "Apache-2.0"),  # 36/36 files (Cython skipped), 1758 defined, ~1715 kept: ODPI-C (UPL-1.0 OR Apache-2.0, taken as Apache-2.0)
+    Package("pypi", "asyncpg", "0.32.0", "Apache-2.0"),  # 1/1 files (Cython skipped), 62 defined, ~60 kept: hand-written Record type
+    Package("pypi", "aioquic", "1.7.2", "BSD-3-Clause"),  # 1/1 files, 25 defined, ~25 kept: QUIC buffer C extension
+    Package("pypi", "misaka", "2.1.1", "MIT AND ISC"),  # 10/10 files, 170 defined, ~166 kept: Hoedown Markdown renderer
+    Package("pypi", "mappy", "2.31", "MIT"),  # 18/24 files, 203 defined, ~178 kept: minimap2 aligner core
+    Package("pypi", "edlib", "1.3.9.post1", "MIT"),  # 1/1 files (Cython binding skipped), 201 defined, ~178 kept: edlib (C++) sequence alignment
+    Package("pypi", "deflate", "0.9.0", "MIT"),  # 30/30 files, 405 defined, ~377 kept: libdeflate (DEFLATE/zlib/gzip, CRC32, Adler32)
+    Package("pypi", "pyliblzfse", "0.4.1", "MIT AND BSD-3-Clause"),  # 9/9 files, 104 defined, ~95 kept: Apple LZFSE/LZVN codec
+    Package("pypi", "unqlite", "1.2.0", "MIT AND BSD-2-Clause"),  # 1/1 files (Cython binding skipped), 1315 defined, ~1269 kept: UnQLite amalgamation (KV store + Jx9 scripting; Symisc 2-clause BSD)
+    Package("pypi", "sqlean.py", "3.50.4.5", "Zlib AND MIT AND LicenseRef-PublicDomain", exclude=("regexp",)),  # 17/26 files (the pysqlite src/ files need MODULE_NAME), 3556 defined, ~3347 kept: SQLite amalgamation + shell + sqlean extensions (regexp with bundled PCRE2 left out)
+    Package("pypi", "polyleven", "0.12.0", "MIT"),  # 1/1 files, 22 defined, ~21 kept: Levenshtein distance
+    Package("pypi", "jellyfish", "0.9.0", "BSD-2-Clause"),  # 10/10 files, 61 defined, ~57 kept: cjellyfish string metrics (1.x is Rust)
+    Package("pypi", "bcrypt", "3.2.2", "Apache-2.0 AND ISC AND BSD-3-Clause"),  # 5/5 files, 33 defined, ~28 kept: OpenBSD bcrypt/blowfish/bcrypt_pbkdf/sha2 (4.x is Rust)
+    Package("pypi", "miniaudio", "1.71", "MIT AND (Unlicense OR MIT-0)"),  # 2/2 files, 217 defined, ~204 kept: miniaudio + dr_libs decoders
+    Package("pypi", "py-tlsh", "5.0.0", "Apache-2.0 OR BSD-3-Clause"),  # 2/7 files, 10 defined, ~10 kept: TLSH locality-sensitive hash (C++)
+    Package("pypi", "lsm-db", "0.7.3", "LicenseRef-PublicDomain"),  # 13/13 files (Cython binding skipped), 572 defined, ~551 kept: SQLite4 LSM key-value engine (public domain; no license metadata)
+    Package("pypi", "spidev", "3.8", "MIT"),  # 1/1 files, 51 defined, ~50 kept: Linux spidev bindings
+    Package("pypi", "RPi.GPIO", "0.7.1", "MIT"),  # 7/8 files, 61 defined, ~58 kept: Raspberry Pi GPIO (register-level C)
+    Package("pypi", "rpi-ws281x", "5.0.0", "MIT AND BSD-2-Clause", exclude=("_wrap.c",)),  # 7/7 files, 49 defined, ~48 kept: WS281x LED driver (PWM/PCM/DMA); SWIG wrapper left out
+    Package("pypi", "ujson", "6.1.0", "BSD-3-Clause AND TCL", defines=('UJSON_VERSION="6.1.0"',)),  # 12/12 files, 427 defined, ~401 kept: UltraJSON + double-conversion (C++)
+    Package("pypi", "python-rapidjson", "1.25", "MIT", include=("rapidjson/include",)),  # 1/1 files, 1792 defined, ~1607 kept: RapidJSON (C++ header library) + binding
+    Package("pypi", "marisa-trie", "1.4.1", "MIT AND BSD-2-Clause", include=("marisa-trie/include", "marisa-trie/lib")),  # 9/9 files (Cython binding skipped), 1129 defined, ~1060 kept: marisa-trie (C++; library dual BSD-2-Clause OR LGPL-2.1+, taken as BSD-2-Clause)
+    Package("pypi", "annoy", "1.17.3", "Apache-2.0"),  # 1/1 files, 989 defined, ~908 kept: Annoy ANN index (C++)
+    Package("pypi", "bx-python", "0.15.1", "MIT"),  # 8/8 files (Cython skipped), 103 defined, ~101 kept: Kent source utilities, cluster, intervals
+    Package("pypi", "detools", "0.53.0", "BSD-2-Clause AND MIT",
+            exclude=("android_ndk", "private_diff/libdivsufsort")),  # 20/25 files, 2615 defined, ~2430 kept: bsdiff, sais, libdivsufsort, HDiffPatch (C/C++)
+    Package("pypi", "meinheld", "1.0.2", "BSD-3-Clause AND BSD-2-Clause", exclude=("/http_parser.c",)),  # 14/16 files, 259 defined, ~258 kept (its copy of joyent http_parser.c left out: httptools has it): WSGI server, picoev event loop, request parser, buffers
+    Package("pypi", "lgpio", "0.2.2.0", "Unlicense"),  # 21/21 files, 231 defined, ~216 kept: lg GPIO/I2C/SPI/serial library for Linux
+    Package("pypi", "heatshrink2", "0.15.0", "ISC"),  # 2/2 files (Cython binding skipped), 40 defined, ~40 kept: heatshrink LZSS encoder/decoder
+    Package("pypi", "pywavelets", "1.9.0", "MIT"),  # 5/9 files (the *.template.c fragments are #included by the others; demo fails), 73 defined, ~56 kept: wavelet transforms C core
+    Package("pypi", "thrift", "0.25.0", "Apache-2.0", include=("src",)),  # 4/4 files, 405 defined, ~361 kept: binary/compact protocol accelerator (C++)
+    Package("pypi", "netifaces", "0.11.0", "MIT",
+            defines=("HAVE_GETIFADDRS=1", "HAVE_IF_NAMEINDEX=1", "HAVE_SOCKET_IOCTLS=1", "HAVE_PF_NETLINK=1")),  # 1/1 files, 14 defined, ~13 kept: interface enumeration (setup.py's configure results given as defines)
+    Package("pypi", "pyBigWig", "0.3.29", "MIT", defines=("NOCURL",)),  # 6/6 files, 146 defined, ~141 kept: libBigWig reader/writer (built without curl)
+    Package("pypi", "fastnumbers", "5.2.0", "MIT AND (Apache-2.0 OR MIT OR BSL-1.0)", include=("include",)),  # 6/6 files, 5654 defined (many C++ template/STL instantiations), ~5401 kept: fast number parsing (C++, header-only fast_float)
+    Package("pypi", "pycocotools", "2.0.11", "BSD-2-Clause"),  # 2/2 files (Cython binding skipped), 38 defined, ~36 kept: COCO mask RLE API
+    Package("pypi", "box2d-py", "2.3.8", "Zlib", include=(".",)),  # 45/45 files, 1356 defined, ~1223 kept: Box2D physics engine (C++; the SWIG wrapper is generated at build time, not in the sdist)
+    Package("pypi", "protobuf", "7.36.2", "BSD-3-Clause AND MIT", include=(".", "utf8_range", "python")),  # 82/82 files, 3640 defined, ~3531 kept: upb runtime (wire, message, reflection, JSON, text) + python/ C extension + utf8_range
+    Package("pypi", "lap", "0.5.13", "BSD-2-Clause"),  # 2/2 files (Cython binding skipped), 19 defined, ~18 kept: LAPJV / LAPMOD assignment solvers (C++)
+    Package("pypi", "scikit-fmm", "2025.6.23", "BSD-3-Clause"),  # 5/7 files (numpy-needing module fails), 250 defined, ~219 kept: fast marching method heaps and marchers (C++)
+    Package("pypi", "dtaidistance", "2.5.1", "Apache-2.0"),  # 5/5 files (Cython skipped), 109 defined, ~78 kept: DTW distance C library
+    Package("pypi", "ruptures", "1.1.10", "BSD-2-Clause"),  # 4/4 files, 12 defined, ~11 kept: kernel change-point detection C code
+    Package("pypi", "fpzip", "1.2.5", "BSD-3-Clause"),  # 5/8 files (Cython binding skipped), 28 defined, ~26 kept: LLNL fpzip floating-point compressor (C++)
 )
 
 CATALOG: tuple[Package, ...] = CURATED_PYPI + MORE
