@@ -58,6 +58,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--run-timeout", type=float, help="seconds a program may run in the safety check (default 10)")
     p.add_argument("--eval-timeout", type=float, help="seconds per compilation (default 20)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--status", action="store_true",
+                   help="report where the job in --out stands and the labels found so far, then exit")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(func=handler)
     return p
@@ -86,6 +88,16 @@ def handler(args: argparse.Namespace) -> int:
     from data_pipeline.job import run_job
 
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(message)s")
+    if args.status:
+        from pathlib import Path
+
+        from data_pipeline.status import job_status
+
+        if not args.out:
+            print("datagen: --status needs the job's --out directory", file=sys.stderr)
+            return 2
+        print(job_status(Path(args.out)))
+        return 0
     try:
         cfg = config_from_args(args)
         stats = run_job(cfg)

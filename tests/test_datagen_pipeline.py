@@ -45,6 +45,13 @@ def test_small_run_writes_loadable_datasetdict(tmp_path: Path):
     assert len({r["ir_hash"] for r in rows}) == len(rows)
     card = (out / "README.md").read_text()
     assert "improvement over -Oz" in card and "csmith" in card
+    from data_pipeline.status import job_status
+
+    status = job_status(out)  # what `llmopt datagen --status --out DIR` prints
+    n = len(list((out / "work" / "p2").glob("shard-*.json.gz")))
+    import re
+
+    assert f"phase 2 {n}/{n} shards" in status and re.search(rf"all\s+{len(rows)} functions", status), status
 
 
 def test_bad_arguments_exit_nonzero(capsys):
