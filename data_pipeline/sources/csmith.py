@@ -21,19 +21,27 @@ BOILERPLATE = (r"main", r"platform_main_(begin|end)", r"crc32_\w+", r"transparen
 SEED_BASE = 1_000_000  # csmith seeds are SEED_BASE * job seed + index: explicit and reproducible
 
 
+INCLUDE_DIRS = ("/usr/include/csmith", "/usr/local/include/csmith", "/usr/include/csmith-2.3.0")
+
+
 def csmith_include() -> str:
-    for candidate in ("/usr/include/csmith", "/usr/local/include/csmith", "/usr/include/csmith-2.3.0"):
-        if (Path(candidate) / "csmith.h").exists():
-            return candidate
-    raise SourceError("csmith headers (csmith.h) not found: install them with `apt-get install libcsmith-dev`")
+    """Where csmith.h is (the first candidate when none has it: generate() then says what to install)."""
+    return next((c for c in INCLUDE_DIRS if (Path(c) / "csmith.h").exists()), INCLUDE_DIRS[0])
+
+
+def check_installed() -> None:
+    if not shutil.which("csmith"):
+        raise SourceError("csmith not found: install it with `apt-get install csmith libcsmith-dev`")
+    if not (Path(csmith_include()) / "csmith.h").exists():
+        raise SourceError("csmith headers (csmith.h) not found: install them with `apt-get install libcsmith-dev`")
 
 
 class CsmithSource(Source):
     name = "csmith"
 
     def __init__(self, count: int, seed: int = 0, options: tuple[str, ...] = CSMITH_OPTIONS):
-        if not shutil.which("csmith"):
-            raise SourceError("csmith not found: install it with `apt-get install csmith libcsmith-dev`")
+        # csmith itself is needed only when a program is made (phase 0): a job past phase 0 resumes
+        # on a machine without it.
         self.count, self.seed, self.options = count, seed, options
         self.include = csmith_include()
 
@@ -47,6 +55,7 @@ class CsmithSource(Source):
 
 def generate(seed: int, options: tuple[str, ...] = CSMITH_OPTIONS) -> str:
     """The program csmith writes for `seed` (deterministic: the same seed gives the same text)."""
+    check_installed()
     # csmith drops a platform.info file into its working directory: keep it out of the caller's.
     with tempfile.TemporaryDirectory() as scratch:
         proc = subprocess.run(["csmith", "--seed", str(seed), *options], capture_output=True, text=True,
