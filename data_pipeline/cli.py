@@ -107,8 +107,11 @@ def handler(args: argparse.Namespace) -> int:
     except Exception as err:
         if args.debug:
             raise
+        from data_pipeline.job import JobError
+        from data_pipeline.sources import SourceError
+
         print(f"datagen: {err}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, JobError | SourceError) else 1  # 2: bad input, fix the command
     print(f"datagen: {stats.functions} functions, {stats.evaluations} evaluations in {stats.seconds:.0f}s "
           f"-> {cfg.out}")
     return 0

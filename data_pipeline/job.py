@@ -79,6 +79,30 @@ class JobConfig:
                 "package_cap", "shard_units", "shard_functions", "broadcast_top", "split", "test_share",
                 "validation_share", "tokenizer", "safety")
 
+    def __post_init__(self) -> None:
+        """Bad settings fail here, in one line, before any work (a negative shard size once wrote an empty
+        dataset and exited 0)."""
+        at_least = {"budget": 1, "greedy_steps": 0, "max_len": 1, "max_tokens": 1, "min_instructions": 0,
+                    "package_cap": 1, "shard_units": 1, "shard_functions": 1, "broadcast_top": 0, "workers": 1,
+                    "limit_shards": 0}
+        for name, low in at_least.items():
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < low):
+                raise JobError(f"{name.replace('_', '-')} must be a whole number >= {low}, got {value!r}")
+        for name in ("run_timeout", "eval_timeout", "seconds"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise JobError(f"{name.replace('_', '-')} must be > 0 seconds, got {value!r}")
+        if not (0 <= self.test_share < 1 and 0 <= self.validation_share < 1
+                and self.test_share + self.validation_share < 1):
+            raise JobError("test-share and validation-share must be in [0, 1) and leave room for train")
+        if self.split not in ("package", "hash"):
+            raise JobError(f"split must be 'package' or 'hash', got {self.split!r}")
+        if self.executor not in ("local", "ray"):
+            raise JobError(f"executor must be 'local' or 'ray', got {self.executor!r}")
+        if not self.sources:
+            raise JobError("datagen needs at least one --source")
+
     def tune(self) -> TuneConfig:
         return TuneConfig(budget=self.budget, max_len=self.max_len, greedy_steps=self.greedy_steps,
                           minimize=self.minimize, seconds=self.seconds, seed=self.seed)
@@ -426,10 +450,10 @@ def _run_phase0(cfg: JobConfig, items: list[WorkItem], stats: JobStats) -> None:
 
 def run_job(cfg: JobConfig, phases: tuple[str, ...] = ("p0", "p1", "p2", "write")) -> JobStats:
     out = Path(cfg.out)
+    items = plan_items(cfg)  # a bad source spec fails here, before anything is written
     _check_config(cfg)
     stats = JobStats()
     start = time.monotonic()
-    items = plan_items(cfg)
     if "p0" in phases:
         _run_phase0(cfg, items, stats)
     if missing := [i for i in range(len(items)) if not _item_path(out, i).exists()]:

@@ -54,9 +54,16 @@ def test_small_run_writes_loadable_datasetdict(tmp_path: Path):
     assert f"phase 2 {n}/{n} shards" in status and re.search(rf"all\s+{len(rows)} functions", status), status
 
 
-def test_bad_arguments_exit_nonzero(capsys):
-    assert main(["--source", "nosuch:1", "--out", "/tmp/never-written"]) == 1
+def test_bad_arguments_exit_nonzero(capsys, tmp_path: Path):
+    never = str(tmp_path / "never-written")
+    assert main(["--source", "nosuch:1", "--out", never]) == 2
     assert "unknown source" in capsys.readouterr().err
+    for bad in (["--shard-units", "-1"], ["--budget", "0"], ["--test-share", "0.7", "--validation-share", "0.4"],
+                ["--shard-functions", "0"]):
+        assert main(["--source", "csmith:2", "--out", never, *bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "must be" in err, err
+    assert not Path(never).exists()
 
 
 def test_dedupe_keeps_first_occurrence():

@@ -56,7 +56,7 @@ def test_resume_with_other_settings_is_refused(tmp_path: Path):
     out, cache = tmp_path / "ds", tmp_path / "c.sqlite"
     assert _datagen(out, cache, "--limit-shards", "1").wait() == 0
     proc = _datagen(out, cache, "--limit-shards", "1", "--seed", "9")
-    assert proc.wait() == 1
+    assert proc.wait() == 2  # bad input: one line, exit 2
     assert b"other settings" in proc.stderr.read()
 
 

@@ -47,7 +47,7 @@ def test_greedy_runs_until_a_step_no_longer_improves(corpus, harness):
     functions = _functions(corpus, 6)
     results = _tune(functions, harness, TuneConfig(budget=1, greedy_steps=40, minimize=False))
     n_plain = len([p for p in vocabulary(harness.version) if not p.startswith("default<")])
-    for h, res in results.items():
+    for res in results.values():
         steps = (res.evaluations - 1) / n_plain  # -Oz, then about one vocabulary sweep a step
         assert 1 <= steps < 40, "greedy ended on its own, not at the cap"
         # The last sweep found nothing better than the list it extended: no single appended pass helps.
