@@ -16,7 +16,7 @@ import sys
 
 ARGS = ("budget", "greedy_steps", "max_len", "seed", "max_tokens", "min_instructions", "package_cap", "shard_units",
         "shard_functions", "broadcast_top", "split", "test_share", "validation_share", "tokenizer", "workers",
-        "executor", "address", "cache", "limit_shards", "seconds", "run_timeout", "eval_timeout")
+        "executor", "address", "cache", "limit_shards", "shard_range", "seconds", "run_timeout", "eval_timeout")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -51,6 +51,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--shard-units", type=int, help="generated programs per phase-0 work item (default 32)")
     p.add_argument("--shard-functions", type=int, help="functions per search shard (default 64)")
     p.add_argument("--limit-shards", type=int, help="only the first N shards")
+    p.add_argument("--shard-range", metavar="START:END",
+                   help="phases 1-2 work only on these shards of the plan (another machine takes the rest)")
+    p.add_argument("--phases", help="comma-separated phases to run (default p0,p1,p2,write)")
     p.add_argument("--workers", type=int, help="harness worker processes (default: all cores)")
     p.add_argument("--executor", choices=("local", "ray"), help="local (default) or ray")
     p.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
@@ -70,6 +73,8 @@ def config_from_args(args: argparse.Namespace):
 
     overrides = {k: getattr(args, k, None) for k in ARGS}
     overrides["sources"] = args.source
+    if args.phases:
+        overrides["phases"] = tuple(p.strip() for p in args.phases.split(",") if p.strip())
     overrides["out"] = args.out
     if args.no_minimize:
         overrides["minimize"] = False

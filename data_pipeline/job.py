@@ -73,6 +73,8 @@ class JobConfig:
     cache: str | None = None  # result cache path (default: ~/.cache/llmopt/results.sqlite)
     progress: bool = True
     limit_shards: int | None = None  # stop after this many shards (tests, benchmarks)
+    shard_range: str | None = None  # "START:END": phases 1-2 work only on these shards (machines share a job)
+    phases: tuple[str, ...] = ("p0", "p1", "p2", "write")
 
     # Settings that change the rows: a resumed job must match them.
     ROW_KEYS = ("sources", "budget", "greedy_steps", "max_len", "minimize", "seed", "max_tokens", "min_instructions",
@@ -102,6 +104,23 @@ class JobConfig:
             raise JobError(f"executor must be 'local' or 'ray', got {self.executor!r}")
         if not self.sources:
             raise JobError("datagen needs at least one --source")
+        if unknown := set(self.phases) - {"p0", "p1", "p2", "write"}:
+            raise JobError(f"unknown phases {sorted(unknown)}: choose from p0, p1, p2, write")
+        if self.shard_range is not None:
+            self.shard_bounds()
+
+    def shard_bounds(self) -> tuple[int, int | None]:
+        """(start, end) of --shard-range START:END (either side may be empty)."""
+        if self.shard_range is None:
+            return 0, None
+        start, sep, end = self.shard_range.partition(":")
+        try:
+            bounds = (int(start) if start else 0, int(end) if end else None)
+        except ValueError:
+            bounds = (-1, None)
+        if not sep or bounds[0] < 0 or (bounds[1] is not None and bounds[1] < bounds[0]):
+            raise JobError(f"shard-range must be START:END with 0 <= START <= END, got {self.shard_range!r}")
+        return bounds
 
     def tune(self) -> TuneConfig:
         return TuneConfig(budget=self.budget, max_len=self.max_len, greedy_steps=self.greedy_steps,
@@ -448,7 +467,8 @@ def _run_phase0(cfg: JobConfig, items: list[WorkItem], stats: JobStats) -> None:
                        "run the job again to retry them, or drop them from the sources")
 
 
-def run_job(cfg: JobConfig, phases: tuple[str, ...] = ("p0", "p1", "p2", "write")) -> JobStats:
+def run_job(cfg: JobConfig, phases: tuple[str, ...] | None = None) -> JobStats:
+    phases = cfg.phases if phases is None else phases
     out = Path(cfg.out)
     items = plan_items(cfg)  # a bad source spec fails here, before anything is written
     _check_config(cfg)
@@ -464,8 +484,10 @@ def run_job(cfg: JobConfig, phases: tuple[str, ...] = ("p0", "p1", "p2", "write"
         shards = shards[: cfg.limit_shards]
     n = len(shards)
     log.info("%d functions in %d shards", sum(map(len, shards)), n)
+    start_at, end_at = cfg.shard_bounds()
+    mine = range(start_at, min(n, end_at) if end_at is not None else n)
     if "p1" in phases:
-        todo = [i for i in range(n) if i not in set(_finished(out, "p1", n))]
+        todo = [i for i in mine if i not in set(_finished(out, "p1", n))]
         args_of = lambda i: ([functions[h] for h in shards[i]],)  # noqa: E731
         if cfg.executor == "ray":
             _run_ray(cfg, todo, "p1", stats, n, args_of)
@@ -480,7 +502,7 @@ def run_job(cfg: JobConfig, phases: tuple[str, ...] = ("p0", "p1", "p2", "write"
             lists = choose_broadcast([r for rows in p1.values() for r in rows], cfg.broadcast_top)
             write_atomic(bpath, json.dumps(lists).encode())
         lists = json.loads(bpath.read_text())
-        todo = [i for i in range(n) if i not in set(_finished(out, "p2", n))]
+        todo = [i for i in mine if i not in set(_finished(out, "p2", n))]
         args_of = lambda i: (p1[i], {r["ir_hash"]: functions[r["ir_hash"]] for r in p1[i]}, lists)  # noqa: E731
         if cfg.executor == "ray":
             _run_ray(cfg, todo, "p2", stats, n, args_of)

@@ -98,3 +98,19 @@ def test_shard_plan_only_grows_when_packages_are_added(tmp_path: Path):
     grown = plan_shards(cfg, 3)
     assert grown[:2] == first and grown[2:] == [["e", "f"]]
     assert plan_shards(cfg, 3) == grown  # stored: the same plan on every later run
+
+
+def test_shard_range_lets_two_machines_share_phase_one(tmp_path: Path):
+    """One run takes shards 1-2 of phase 1 only; a later run of the whole job fills in the rest and gives
+    the same rows as a job run in one go."""
+    out, cache = tmp_path / "ds", tmp_path / "c.sqlite"
+    assert _datagen(out, cache, "--phases", "p0,p1", "--shard-range", "1:3").wait() == 0
+    assert sorted(p.name for p in (out / "work" / "p1").glob("shard-*.json.gz")) == \
+        ["shard-00001.json.gz", "shard-00002.json.gz"]
+    assert not (out / "work" / "p2").exists()
+    assert _datagen(out, cache).wait() == 0
+    fresh = tmp_path / "fresh"
+    assert _datagen(fresh, tmp_path / "c2.sqlite").wait() == 0
+    assert _rows(out) == _rows(fresh)
+    bad = _datagen(tmp_path / "x", cache, "--shard-range", "3:1")
+    assert bad.wait() == 2 and b"shard-range" in bad.stderr.read()
