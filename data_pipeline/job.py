@@ -204,11 +204,15 @@ def run_phase0_item(cfg: JobConfig, item: WorkItem, count_tokens: Callable[[str]
     return {"item": item.key, "stats": dict(stats), "rows": [function_record(fn) for fn in functions]}
 
 
-def load_functions(out: Path, n_items: int) -> dict[str, dict]:
+def load_functions(out: Path, items: list[WorkItem]) -> dict[str, dict]:
     """{ir_hash: phase-0 record} over all items, the first occurrence of a function winning."""
     functions: dict[str, dict] = {}
-    for i in range(n_items):
-        for rec in read_shard(_item_path(out, i))["rows"]:
+    for i, item in enumerate(items):
+        payload = read_shard(_item_path(out, i))
+        if payload["item"] != item.key:  # items are files by position: the sources must keep their order
+            raise JobError(f"work item {i} of {out} holds {payload['item']!r}, the sources now give {item.key!r}: "
+                           "packages may only be appended to the catalog (or use another --out)")
+        for rec in payload["rows"]:
             functions.setdefault(rec["ir_hash"], rec)
     return functions
 
@@ -478,7 +482,7 @@ def run_job(cfg: JobConfig, phases: tuple[str, ...] | None = None) -> JobStats:
         _run_phase0(cfg, items, stats)
     if missing := [i for i in range(len(items)) if not _item_path(out, i).exists()]:
         raise JobError(f"phase 0 is not finished ({len(missing)} work items left): run the job again to resume it")
-    functions = load_functions(out, len(items))
+    functions = load_functions(out, items)
     shards = plan_shards(cfg, len(items))
     if cfg.limit_shards is not None:
         shards = shards[: cfg.limit_shards]
