@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from data_pipeline.sources import Unit
+from llmopt.errors import LlmoptError
 from llmopt.llvm.ir import (
     IRError,
     defined_functions,
@@ -28,7 +29,7 @@ from llmopt.llvm.toolchain import find_toolchain
 CLANG_BASELINE = ("-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w")
 
 
-class CompileError(RuntimeError):
+class CompileError(RuntimeError, LlmoptError):
     """A unit that does not compile (skipped and counted, never fatal)."""
 
 

@@ -32,6 +32,7 @@ from data_pipeline.select import SelectConfig, function_record, select_functions
 from data_pipeline.sources import SourceError, Unit, parse_source
 from data_pipeline.split import split_by_group, split_of
 from data_pipeline.writer import read_shard, write_atomic, write_dataset, write_shard
+from llmopt.errors import LlmoptError
 from llmopt.harness import Harness, ResultCache
 from llmopt.llvm.ir import normalize_ir
 from llmopt.llvm.passes import OZ, vocabulary
@@ -40,7 +41,7 @@ from llmopt.run_settings import settings_diff, store_settings
 log = logging.getLogger(__name__)
 
 
-class JobError(RuntimeError):
+class JobError(RuntimeError, LlmoptError):
     """A job that cannot run as asked (message says what to do)."""
 
 

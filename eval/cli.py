@@ -73,7 +73,7 @@ def handler(args: argparse.Namespace) -> int:
     from eval.inputs import InputError
     from eval.methods import MethodError, MethodOptions
     from eval.runner import EvalConfig, run_eval
-    from llmopt.cli import UsageError
+    from llmopt.errors import UsageError
 
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be a positive number of functions")
@@ -108,7 +108,7 @@ def handler(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from llmopt.cli import UsageError
+    from llmopt.errors import UsageError
 
     parser = argparse.ArgumentParser(prog="python -m eval.cli")
     sub = parser.add_subparsers(dest="command")

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmopt.errors import LlmoptError
 from llmopt.llvm.ir import estimate_tokens, ir_hash, normalize_ir
 
 SPLITS = ("train", "validation", "test")
 
 
-class InputError(ValueError):
+class InputError(ValueError, LlmoptError):
     """The evaluation input cannot be read (message says what to do)."""
 
 

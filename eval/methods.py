@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.inputs import Function
+from llmopt.errors import LlmoptError
 from llmopt.llvm.ir import ir_hash
 from llmopt.llvm.passes import META_PASSES, OZ
 from llmopt.sampling.base import Sample, Strategy
@@ -43,7 +44,7 @@ _PRIORITY = re.compile(r"^priority((?:_(?:noregex|geomean|token|branch\d+))*)$")
 _FEEDBACK = re.compile(r"^feedback(?:_(fast|short|long))?$")
 
 
-class MethodError(ValueError):
+class MethodError(ValueError, LlmoptError):
     """A method name that is unknown or cannot run with the given inputs."""
 
 

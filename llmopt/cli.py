@@ -12,67 +12,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
+from llmopt import __version__
+from llmopt.errors import EXIT_INTERRUPTED, EXIT_USAGE, LlmoptError, UsageError, one_line
+from llmopt.inputs import prepare_input, read_ir_file
 from llmopt.llvm.toolchain import ToolchainError
-
-
-class UsageError(Exception):
-    """Bad input from the user: one line on stderr, exit code 2."""
-
-
-def read_ir_file(path: str) -> str:
-    """The text of an IR (.ll) or bitcode (.bc) file, or a UsageError that says what is wrong."""
-    p = Path(path)
-    if not p.exists():
-        raise UsageError(f"{path}: no such file")
-    if p.is_dir():
-        raise UsageError(f"{path}: is a directory, expected an LLVM IR file (.ll)")
-    data = p.read_bytes()
-    if not data.strip():
-        raise UsageError(f"{path}: file is empty")
-    if data[:4] in (b"BC\xc0\xde", b"\xde\xc0\x17\x0b"):
-        import subprocess
-
-        from llmopt.llvm.toolchain import find_toolchain
-
-        proc = subprocess.run([find_toolchain().tool("llvm-dis"), "-o", "-", str(p)], capture_output=True)
-        if proc.returncode != 0:
-            raise UsageError(f"{path}: cannot read bitcode: {proc.stderr.decode(errors='replace').strip()}")
-        return proc.stdout.decode()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: binary file, expected LLVM IR text (.ll) or bitcode (.bc)") from None
-    if "\0" in text:
-        raise UsageError(f"{path}: binary file, expected LLVM IR text (.ll) or bitcode (.bc)")
-    return text
-
-
-def prepare_input(path: str) -> tuple[str, list[str]]:
-    """Read, check (parses?) and un-optnone an input; returns (ir, notes for the user)."""
-    from llmopt.llvm.capi import Context, LLVMError
-    from llmopt.llvm.ir import defined_functions, strip_optnone
-
-    ir = read_ir_file(path)
-    notes = []
-    ctx = Context()
-    try:
-        module = ctx.parse(ir)
-    except LLVMError as err:
-        raise UsageError(f"{path}: malformed LLVM IR: {str(err).splitlines()[0]}") from None
-    module.dispose()
-    ctx.dispose()
-    if not defined_functions(ir):
-        raise UsageError(f"{path}: no function definitions to optimize")
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ir, had_optnone = strip_optnone(ir)
-    if had_optnone:
-        notes.append("input was built with -O0 (optnone): stripped optnone; build with "
-                     "`clang -Oz -Xclang -disable-llvm-passes` for a faithful -Oz baseline")
-    return ir, notes
 
 
 def _count_without_system_llvm(path: str) -> tuple[dict[str, int], str]:
@@ -167,10 +112,43 @@ def _version() -> int:
 _PLUGINS = ("llmopt.predict_cli", "data_pipeline.cli", "training.cli", "eval.cli", "llmopt.loops.cli")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with llmopt's error contract: a bad option is one line on stderr and exit code 2
+    (subcommand parsers inherit the class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def split_global_options(argv: list[str]) -> tuple[list[str], int | None, bool]:
+    """(argv without them, --llvm-version, --debug): global options may come before or after the
+    subcommand, so they are taken out before argparse sees the subcommand's own options."""
+    rest, version, debug, i = [], None, False, 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        if arg == "--debug":
+            debug = True
+        elif arg == "--llvm-version" or arg.startswith("--llvm-version="):
+            value = arg.partition("=")[2] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else "")
+            i += 0 if "=" in arg else 1
+            if not value.isdigit():
+                raise UsageError(f"--llvm-version expects a major version number such as 19, got {value!r}")
+            version = int(value)
+        else:
+            rest.append(arg)
+        i += 1
+    return rest, version, debug
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="llmopt", description=__doc__.splitlines()[0])
-    parser.add_argument("--llvm-version", type=int, help="LLVM major version (default 19 or $LLMOPT_LLVM_VERSION)")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser = Parser(prog="llmopt", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"llmopt {__version__}")
+    parser.add_argument("--llvm-version", type=int, help="LLVM major version (default 19 or $LLMOPT_LLVM_VERSION); "
+                        "accepted before or after the subcommand")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks (before or after the subcommand)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("count", help="instruction count per function and total")
@@ -203,33 +181,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    # --llvm-version must be known before anything looks up the toolchain.
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--llvm-version", type=int)
-    known, _ = pre.parse_known_args(argv)
-    if known.llvm_version:
-        os.environ["LLMOPT_LLVM_VERSION"] = str(known.llvm_version)
     debug = "--debug" in argv
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        argv, llvm_version, debug = split_global_options(argv)
+        if llvm_version:  # must be known before anything looks up the toolchain
+            os.environ["LLMOPT_LLVM_VERSION"] = str(llvm_version)
+        args = build_parser().parse_args(argv)
+        args.debug = debug
         return int(args.func(args) or 0)
-    except (UsageError, ToolchainError) as err:
+    except LlmoptError as err:
         if debug:
             raise
-        print(f"llmopt: error: {err}", file=sys.stderr)
-        return 2
+        print(f"llmopt: error: {one_line(err)}", file=sys.stderr)
+        return err.exit_code
     except BrokenPipeError:  # e.g. `llmopt passes | head`
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:
         print("llmopt: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
-    # Run the imported `llmopt.cli`, not this `__main__` copy: plugins raise llmopt.cli.UsageError,
-    # which must be the class that `main` catches.
-    from llmopt.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

@@ -57,7 +57,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _load_lm(path: str | None) -> Any:
-    from llmopt.cli import UsageError
+    from llmopt.errors import UsageError
     from llmopt.model.loading import ModelNotFoundError
 
     try:
@@ -70,7 +70,7 @@ def _load_lm(path: str | None) -> Any:
 
 def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, str | None]:
     """(strategy, model directory or None) for the parsed CLI arguments."""
-    from llmopt.cli import UsageError
+    from llmopt.errors import UsageError
     from llmopt.sampling import make_strategy
 
     if args.samples < 1:
@@ -100,7 +100,8 @@ def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, 
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from llmopt.cli import UsageError, prepare_input
+    from llmopt.errors import UsageError
+    from llmopt.inputs import prepare_input
 
     if args.output and Path(args.output).is_dir():
         raise UsageError(f"{args.output}: is a directory, expected a file name for the optimized IR")
@@ -158,7 +159,7 @@ def _print_table(result: Any, args: argparse.Namespace, model: str | None) -> No
 
 
 def run_feedback_data(args: argparse.Namespace) -> int:
-    from llmopt.cli import UsageError
+    from llmopt.errors import UsageError
     from llmopt.feedback import write_feedback_dataset
     from llmopt.harness import Harness
 

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llmopt.errors import LlmoptError
+
 
 @dataclass(frozen=True)
 class Unit:
@@ -44,7 +46,7 @@ class Source:
 
 
 
-class SourceError(ValueError):
+class SourceError(ValueError, LlmoptError):
     """A source spec that cannot be used (message says what to do)."""
 
 

@@ -16,6 +16,7 @@ import subprocess
 import warnings
 from collections.abc import Iterator
 
+from llmopt.errors import LlmoptError
 from llmopt.llvm.toolchain import find_toolchain
 
 CHARS_PER_TOKEN = 2.5  # measured ballpark for IR with a BPE tokenizer (thesis: 2.02 for Llama 2)
@@ -26,7 +27,7 @@ _META_DEF = re.compile(r"^(![\w.\-]+) = ")
 _META_REF = re.compile(r"!(\d+)\b")
 
 
-class IRError(ValueError):
+class IRError(ValueError, LlmoptError):
     """Text that is not LLVM IR we can work with."""
 
 

@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from importlib import resources
 
+from llmopt.errors import LlmoptError
 from llmopt.llvm.toolchain import find_toolchain
 
 META_PASSES = ("default<O0>", "default<O1>", "default<O2>", "default<O3>", "default<Os>", "default<Oz>")
@@ -32,7 +33,7 @@ _SECTIONS = {
 }
 
 
-class UnknownPassError(ValueError):
+class UnknownPassError(ValueError, LlmoptError):
     """A pass name that is not in the vocabulary, or a meta-pass used twice."""
 
 

@@ -16,12 +16,14 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmopt.errors import LlmoptError
+
 DEFAULT_LLVM_VERSION = 19
 MIN_LLVM_VERSION = 14
 TOOLS = ("opt", "clang", "llvm-extract", "llvm-link", "llc", "llvm-as", "llvm-dis")
 
 
-class ToolchainError(RuntimeError):
+class ToolchainError(RuntimeError, LlmoptError):
     """The requested LLVM toolchain is not installed (message names the package to install)."""
 
 

@@ -12,12 +12,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from llmopt.errors import LlmoptError
 from llmopt.model.tokenizer import META_FILE, InferenceTokenizer, ModelMeta, load_tokenizer
 
 DEFAULT_MODEL_DIR = Path(__file__).with_name("default")
 
 
-class ModelNotFoundError(FileNotFoundError):
+class ModelNotFoundError(FileNotFoundError, LlmoptError):
     """No model at the given path (or no default model shipped)."""
 
 
