@@ -109,7 +109,7 @@ def _version() -> int:
 
 
 # Subcommands owned by other packages: (module, description). Each module has add_parser(subparsers).
-_PLUGINS = ("llmopt.predict_cli", "data_pipeline.cli", "training.cli", "eval.cli", "llmopt.loops.cli")
+_PLUGINS = ("llmopt.predict_cli", "llmopt.cc_cli", "data_pipeline.cli", "training.cli", "eval.cli", "llmopt.loops.cli")
 
 
 class Parser(argparse.ArgumentParser):
