@@ -31,6 +31,7 @@ class TrainConfig:
     out_dir: str = "runs/tiny"
     max_train_examples: int | None = None
     with_ir: bool = True                  # False: answer without optimized IR (thesis Fig. 4.18 ablation)
+    target_policy: str = "best"           # best | frequent | random: which tying list a row teaches (targets.py)
     # tokenizer: an existing llmopt tokenizer/model dir, or None to train one into out_dir/tokenizer
     tokenizer: str | None = None
     tokenizer_vocab_size: int = 4096
@@ -61,6 +62,15 @@ class TrainConfig:
     val_batch_size: int = 8
     val_max_new_tokens: int = 768
     val_generate_ir: bool = True          # False: stop after the counts (much faster)
+
+    def __post_init__(self) -> None:
+        from training.targets import POLICIES
+
+        if self.target_policy not in POLICIES:
+            raise ValueError(f"target_policy must be one of {', '.join(POLICIES)}, got {self.target_policy!r}")
+        if self.target_policy != "best" and self.with_ir:
+            raise ValueError(f"target_policy={self.target_policy} needs with_ir=false: the dataset holds the "
+                             "optimized IR of the best list only")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -32,22 +32,46 @@ def read_split(data_dir: str | Path, split: str) -> list[dict[str, Any]]:
     return tables[0] if len(tables) == 1 else list(unique_rows(r for t in tables for r in t))
 
 
-def encode_rows(rows: list[dict[str, Any]], tokenizer: Any, max_length: int, *, with_ir: bool = True
-                ) -> tuple[list[dict[str, list[int]]], int]:
-    """(examples, number skipped because prompt + answer exceed `max_length`)."""
-    pairs = [fmt.build_example(r, with_ir=with_ir) for r in rows]
-    if not pairs:
+def encode_rows(rows: list[dict[str, Any]], tokenizer: Any, max_length: int, *, with_ir: bool = True,
+                targets: list[list[list[str]]] | None = None) -> tuple[list[dict[str, Any]], int]:
+    """(examples, number skipped because prompt + answer exceed `max_length`).
+
+    `targets` (training/targets.py) gives each row the pass lists to teach; a row with several keeps
+    them as `variants` [(input_ids, labels), ...], one of which `pick_variant` takes per epoch.
+    """
+    targets = targets or [[list(r["passes"])] for r in rows]
+    answers_of = [[fmt.build_example({**r, "passes": t}, with_ir=with_ir)[1] for t in ts]
+                  for r, ts in zip(rows, targets, strict=True)]
+    if not rows:
         return [], 0
     # One batched call each: the Rust tokenizer parallelises it.
-    prompts = tokenizer([p for p, _ in pairs], add_special_tokens=False)["input_ids"]
-    answers = tokenizer([a for _, a in pairs], add_special_tokens=False)["input_ids"]
-    examples, skipped = [], 0
-    for p, a in zip(prompts, answers, strict=True):
-        if len(p) + len(a) > max_length:
+    prompts = tokenizer([fmt.build_prompt(r["ir"], fmt.history_from_row(r)) for r in rows],
+                        add_special_tokens=False)["input_ids"]
+    flat = tokenizer([a for answers in answers_of for a in answers], add_special_tokens=False)["input_ids"]
+    examples, skipped, at = [], 0, 0
+    for p, answers in zip(prompts, answers_of, strict=True):
+        variants = [(p + a, [-100] * len(p) + a) for a in flat[at: at + len(answers)]
+                    if len(p) + len(a) <= max_length]
+        at += len(answers)
+        if not variants:
             skipped += 1
             continue
-        examples.append({"input_ids": p + a, "labels": [-100] * len(p) + a})
+        example: dict[str, Any] = {"input_ids": variants[0][0], "labels": variants[0][1]}
+        if len(variants) > 1:
+            example["variants"] = variants
+        examples.append(example)
     return examples, skipped
+
+
+def pick_variant(example: dict[str, Any], seed: int, epoch: int, index: int) -> dict[str, list[int]]:
+    """The (input_ids, labels) an epoch teaches for `example` (itself when it has one target)."""
+    from training.targets import variant_for
+
+    variants = example.get("variants")
+    if not variants:
+        return example
+    ids, labels = variants[variant_for(len(variants), seed, epoch, index)]
+    return {"input_ids": ids, "labels": labels}
 
 
 def collate(examples: list[dict[str, list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
@@ -93,6 +117,9 @@ class BatchSchedule:
                 batches += [part[i:i + self.batch_size] for i in range(0, len(part), self.batch_size)]
             self._epochs = {epoch: [batches[i] for i in rng.permutation(len(batches))]}
         return self._epochs[epoch]
+
+    def epoch_of(self, index: int) -> int:
+        return index // self.per_epoch
 
     def batch(self, index: int) -> np.ndarray:
         """Example indices of global micro-batch `index`."""

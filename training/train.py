@@ -31,8 +31,9 @@ from llmopt.model import format as fmt
 from llmopt.model.tokenizer import ModelMeta, load_tokenizer
 from training import lora as lora_mod
 from training.config import TrainConfig
-from training.data import BatchSchedule, collate, encode_rows, read_split
+from training.data import BatchSchedule, collate, encode_rows, pick_variant, read_split
 from training.presets import llama_config
+from training.targets import choose_targets
 from training.validation import MeasureFn, ValidationCallback, harness_measure
 
 VAL_LOSS_EXAMPLES = 64
@@ -171,7 +172,8 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
         tokenizer = build_tokenizer(cfg, train_rows, passes, llvm_version, out, source)
     model, tokenizer = build_model(cfg, passes, tokenizer, out)
     tokenizer.padding_side = "right"
-    examples, skipped = encode_rows(train_rows, tokenizer, cfg.context_length, with_ir=cfg.with_ir)
+    examples, skipped = encode_rows(train_rows, tokenizer, cfg.context_length, with_ir=cfg.with_ir,
+                                    targets=choose_targets(train_rows, cfg.target_policy))
     val_examples, _ = encode_rows(val_rows[:VAL_LOSS_EXAMPLES], tokenizer, cfg.context_length, with_ir=cfg.with_ir)
     n_params = sum(p.numel() for p in model.parameters())
     if main:
@@ -218,7 +220,8 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
         m.extra.update({"preset": cfg.model_preset if cfg.init_from is None else None, "init_from": cfg.init_from,
                         "lora": cfg.lora.enabled, "parameters": n_params, "steps": state["step"],
                         "training_tokens": state["tokens"], "context_length": cfg.context_length,
-                        "data_dir": str(cfg.data_dir), "train_examples": len(examples), **extra})
+                        "data_dir": str(cfg.data_dir), "train_examples": len(examples),
+                        "target_policy": cfg.target_policy, **extra})
         return m
 
     # ---- validation
@@ -273,9 +276,10 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
             group["lr"] = lr
         loss_sum = 0.0
         for micro in range(cfg.grad_accum):
-            idx = schedule.batch((step * cfg.grad_accum + micro) * world + rank)
-            batch = {k: v.to(accelerator.device) for k, v in collate([examples[i] for i in idx],
-                                                                      tokenizer.pad_token_id).items()}
+            index = (step * cfg.grad_accum + micro) * world + rank
+            chosen = [pick_variant(examples[i], cfg.seed, schedule.epoch_of(index), int(i))
+                      for i in schedule.batch(index)]
+            batch = {k: v.to(accelerator.device) for k, v in collate(chosen, tokenizer.pad_token_id).items()}
             # Sync gradients across processes only on the last micro-batch.
             sync = accelerator.no_sync(model) if micro < cfg.grad_accum - 1 else nullcontext()
             with sync:
