@@ -1,0 +1,81 @@
+"""Model-seeded search: refine the model's best verified pass lists with a few greedy steps.
+
+The model proposes good starting points; the in-process harness compiles thousands of lists per
+second, so a local search around them is cheap.  A step from the current list L tries every
+one-pass extension `L + [p]` (a meta-pass such as `default<O2>` only when L has none) and every
+one-pass removal, moves to the best if it lowers the count, and stops when nothing does or the
+budget of compilations is spent.  Seeds are polished best first while budget remains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmopt.llvm.passes import META_PASSES
+
+Measure = Callable[[str, list[list[str]]], list[Any]]  # Harness.evaluate_many: results with .ok, .instcount
+
+
+def rank(instcount: int, passes: Sequence[str]) -> tuple[int, int]:
+    """Fewer instructions first, then the shorter list (the autotuner's order)."""
+    return instcount, len(passes)
+
+
+@dataclass
+class Polished:
+    """What polishing found: the best list, its count, and how many lists it compiled."""
+
+    passes: list[str]
+    instcount: int
+    compilations: int = 0
+    tried: list[tuple[list[str], int | None]] = field(default_factory=list)  # in compile order
+
+
+class Polisher:
+    def __init__(self, measure: Measure, vocabulary: Sequence[str], budget: int = 300, max_steps: int = 8,
+                 max_len: int = 24):
+        if budget < 0 or max_steps < 0:
+            raise ValueError("polish budget and steps must be >= 0")
+        self.measure = measure
+        self.plain = [p for p in vocabulary if p not in META_PASSES]
+        self.budget, self.max_steps, self.max_len = budget, max_steps, max_len
+
+    def neighbours(self, passes: list[str]) -> list[list[str]]:
+        """One-pass extensions (a meta-pass only into a list without one), then one-pass removals."""
+        has_meta = any(p in META_PASSES for p in passes)
+        grow = [] if len(passes) >= self.max_len else \
+            [passes + [p] for p in self.plain + ([] if has_meta else list(META_PASSES))]
+        shrink = [passes[:i] + passes[i + 1:] for i in range(len(passes))] if len(passes) > 1 else []
+        return grow + shrink
+
+    def polish(self, ir: str, seeds: Sequence[tuple[list[str], int]]) -> Polished:
+        """Refine `seeds` ((pass list, verified count), any order) on `ir` within the budget."""
+        if not seeds:
+            raise ValueError("polish needs at least one verified seed list")
+        known = {tuple(p): n for p, n in seeds}
+        ordered = sorted(seeds, key=lambda s: rank(s[1], s[0]))
+        best = Polished(list(ordered[0][0]), ordered[0][1])
+        for passes, count in ordered:
+            if best.compilations >= self.budget:
+                break
+            current, current_n = list(passes), count
+            for _ in range(self.max_steps):
+                fresh = [ls for ls in self.neighbours(current) if tuple(ls) not in known]
+                fresh = fresh[: self.budget - best.compilations]
+                if not fresh:
+                    break
+                results = self.measure(ir, fresh)
+                best.compilations += len(fresh)
+                for ls, r in zip(fresh, results, strict=True):
+                    n = r.instcount if r.ok else None
+                    known[tuple(ls)] = n
+                    best.tried.append((ls, n))
+                scored = [(rank(n, ls), ls, n) for ls, n in ((ls, known[tuple(ls)]) for ls in fresh) if n is not None]
+                if not scored or min(scored)[0] >= rank(current_n, current):
+                    break
+                _, current, current_n = min(scored)
+            if rank(current_n, current) < rank(best.instcount, best.passes):
+                best.passes, best.instcount = list(current), current_n
+        return best
