@@ -11,10 +11,10 @@ import importlib
 import json
 import os
 import sys
-from pathlib import Path
 from typing import NoReturn
 
 from llmopt import __version__
+from llmopt.cli_options import add_cache_flags, add_json_flag
 from llmopt.errors import EXIT_INTERRUPTED, EXIT_USAGE, LlmoptError, UsageError, one_line
 from llmopt.inputs import prepare_input, read_ir_file
 from llmopt.llvm.toolchain import ToolchainError
@@ -59,23 +59,22 @@ def _cmd_count(args: argparse.Namespace) -> int:
 def _cmd_opt(args: argparse.Namespace) -> int:
     from llmopt.harness import Harness
     from llmopt.llvm.capi import Context
-    from llmopt.llvm.passes import OZ, UnknownPassError, check_pass_list, parse_pass_list
+    from llmopt.llvm.passes import OZ, resolve_pipeline
+    from llmopt.outputs import check_output_file
 
-    passes = parse_pass_list(args.passes)
-    try:
-        check_pass_list(passes)
-    except UnknownPassError as err:
-        raise UsageError(str(err)) from None
+    output = check_output_file(args.output, "-o") if args.output else None  # before the work, not after
+    pipeline, passes = resolve_pipeline(args.passes)
     ir, notes = prepare_input(args.file)
     instcount_input = Context().parse(ir).instcount()
-    with Harness(workers=1, cache=not args.no_cache) as harness:
-        oz, result = harness.evaluate_many(ir, [[OZ], passes], want_ir=bool(args.output))
+    with Harness(workers=1, cache=_cache_choice(args)) as harness:
+        oz = harness.evaluate(ir, [OZ])
+        result = harness.evaluate_pipeline(ir, pipeline, want_ir=output is not None)
     if not result.ok:
-        raise UsageError(f"pass list failed: {result.error}")
-    if args.output:
-        Path(args.output).write_text(result.ir or "")
+        raise UsageError(f"pipeline failed: {result.error}")
+    if output is not None:
+        output.write_text(result.ir or "")
     report = {"instcount_input": instcount_input, "instcount_oz": oz.instcount, "instcount_result": result.instcount,
-              "passes": passes, "llvm_version": _version()}
+              "passes": passes, "pipeline": pipeline, "llvm_version": _version()}
     if args.json:
         print(json.dumps(report))
     else:
@@ -84,8 +83,14 @@ def _cmd_opt(args: argparse.Namespace) -> int:
         saving = 100.0 * (oz.instcount - result.instcount) / oz.instcount if oz.instcount else 0.0
         print(f"input     {instcount_input:>7} instructions")
         print(f"-Oz       {oz.instcount:>7}")
-        print(f"result    {result.instcount:>7}  ({saving:+.2f}% vs -Oz)  passes: {','.join(passes)}")
+        print(f"result    {result.instcount:>7}  ({saving:+.2f}% vs -Oz)")
+        print(f"pipeline  opt -passes='{pipeline}'")
     return 0
+
+
+def _cache_choice(args: argparse.Namespace) -> bool | str:
+    """The Harness `cache` argument for add_cache_flags' --cache FILE / --no-cache."""
+    return False if args.no_cache else (args.cache or True)
 
 
 def _cmd_passes(args: argparse.Namespace) -> int:
@@ -109,7 +114,7 @@ def _version() -> int:
 
 
 # Subcommands owned by other packages: (module, description). Each module has add_parser(subparsers).
-_PLUGINS = ("llmopt.predict_cli", "llmopt.cc_cli", "data_pipeline.cli", "training.cli", "eval.cli", "llmopt.loops.cli")
+_PLUGINS = ("llmopt.predict_cli", "llmopt.cc_cli", "llmopt.cache_cli", "data_pipeline.cli", "training.cli", "eval.cli", "llmopt.loops.cli")
 
 
 class Parser(argparse.ArgumentParser):
@@ -152,20 +157,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("count", help="instruction count per function and total")
-    p.add_argument("file")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("file", help="LLVM IR (.ll) or bitcode (.bc); - reads stdin")
+    add_json_flag(p)
     p.set_defaults(func=_cmd_count)
 
-    p = sub.add_parser("opt", help="apply a pass list from the vocabulary; compare with -Oz")
-    p.add_argument("file")
-    p.add_argument("-p", "--passes", required=True, help='comma-separated, e.g. "sroa,instcombine,simplifycfg"')
+    p = sub.add_parser("opt", help="apply a pass list or any opt pipeline; compare with -Oz")
+    p.add_argument("file", help="LLVM IR (.ll) or bitcode (.bc); - reads stdin")
+    p.add_argument("-p", "--passes", required=True,
+                   help='vocabulary passes, e.g. "sroa,instcombine,simplifycfg" (wrapped by kind), or any '
+                        '`opt -passes=` pipeline, e.g. "function(instcombine<max-iterations=2>),cgscc(inline)"')
     p.add_argument("-o", "--output", help="write the optimized IR here")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    add_json_flag(p)
+    add_cache_flags(p)
     p.set_defaults(func=_cmd_opt)
 
     p = sub.add_parser("passes", help="the pass vocabulary with kinds")
-    p.add_argument("--json", action="store_true")
+    add_json_flag(p)
     p.set_defaults(func=_cmd_passes)
 
     for module_name in _PLUGINS:

@@ -63,3 +63,14 @@ def test_thousands_of_random_sequences_are_valid_pipelines(corpus):
     failures = [(r.passes, r.error) for r in results if not r.ok]
     assert failures == []
     assert harness.pool.restarts == 0
+
+
+def test_resolve_pipeline_wraps_vocabulary_and_asks_llvm_otherwise():
+    from llmopt.llvm.passes import PipelineError, resolve_pipeline
+
+    assert resolve_pipeline(" sroa, licm ") == ("function(sroa),function(loop-mssa(licm))", ["sroa", "licm"])
+    raw = "function(instcombine<max-iterations=2>),cgscc(inline)"
+    assert resolve_pipeline(raw) == (raw, None)
+    for bad in ("", "gvn,,", ",gvn", "function(gvn", "no-such-pass", "sroa,default<Oz>,(gvn)"):
+        with pytest.raises(PipelineError):
+            resolve_pipeline(bad)

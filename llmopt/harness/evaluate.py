@@ -11,14 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from llmopt.harness.cache import ResultCache, make_key
+from llmopt.harness.cache import ResultCache, make_key, open_cache
 from llmopt.harness.pool import TaskOutcome, WorkerPool
 from llmopt.llvm.ir import ir_hash
 from llmopt.llvm.passes import META_PASSES, OZ, UnknownPassError, build_pipeline
 from llmopt.llvm.toolchain import find_toolchain
 
 _WORKER = "llmopt.harness.llvm_worker:evaluate"
+
+
+def _metric(want_ir: bool, objsize: bool) -> str:
+    """What a cached value holds: part of its key (a value without IR cannot answer a want_ir call)."""
+    return ("instcount+ir" if want_ir else "instcount") + ("+objsize" if objsize else "")
 
 
 @dataclass
@@ -46,12 +52,13 @@ class HarnessStats:
 class Harness:
     """Measure pass lists on IR with the in-process libLLVM path inside a worker pool."""
 
-    def __init__(self, workers: int | None = None, timeout: float = 20.0, cache: ResultCache | bool | None = True,
+    def __init__(self, workers: int | None = None, timeout: float = 20.0,
+                 cache: ResultCache | bool | str | Path | None = True,
                  version: int | None = None, batch_size: int = 8):
         self.version = find_toolchain(version).version
         self.pool = WorkerPool(_WORKER, workers=workers, timeout=timeout, batch_size=batch_size)
-        if cache is True:
-            cache = ResultCache()
+        if cache is True or isinstance(cache, str | Path):
+            cache = open_cache(None if cache is True else cache)  # unusable: None, with a warning
         # (not `cache or None`: an empty ResultCache has len 0 and would read as False)
         self.cache: ResultCache | None = cache if isinstance(cache, ResultCache) else None
         self.stats = HarnessStats()
@@ -71,12 +78,23 @@ class Harness:
         """Measure every pass list on `ir`; results in the same order. Duplicates compile once."""
         return self.evaluate_tasks([(ir, p) for p in pass_lists], want_ir=want_ir, objsize=objsize)
 
+    def evaluate_pipeline(self, ir: str, pipeline: str, want_ir: bool = False, objsize: bool = False) -> EvalResult:
+        """Measure any `opt -passes=` string (a user's pipeline need not come from the vocabulary).
+
+        Cached under the same key as a pass list whose `build_pipeline` is this string. The result's
+        `passes` is empty: the pipeline is the one given."""
+        key = self._key(ir_hash(ir), pipeline, _metric(want_ir, objsize))
+        payload = {"ir": ir, "pipeline": pipeline, "version": self.version, "want_ir": want_ir, "objsize": objsize}
+        value, cached, crashed = self._measure([key], lambda _: payload)[key]
+        self.stats.cache_hits += cached
+        result = self._from_value([], value, cached=cached, crashed=crashed)
+        self.stats.failures += not result.ok
+        return result
+
     def evaluate_tasks(self, tasks: list[tuple[str, list[str]]], want_ir: bool = False,
                        objsize: bool = False) -> list[EvalResult]:
         """Measure (ir, passes) pairs that may belong to different inputs (batch evaluation)."""
-        metric = "instcount+ir" if want_ir else "instcount"
-        if objsize:
-            metric += "+objsize"
+        metric = _metric(want_ir, objsize)
         results: list[EvalResult | None] = [None] * len(tasks)
         keys: list[str | None] = [None] * len(tasks)
         digests: dict[int, str] = {}

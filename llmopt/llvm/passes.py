@@ -37,6 +37,10 @@ class UnknownPassError(ValueError, LlmoptError):
     """A pass name that is not in the vocabulary, or a meta-pass used twice."""
 
 
+class PipelineError(ValueError, LlmoptError):
+    """A pipeline string that LLVM's pass-pipeline parser rejects (the message is LLVM's)."""
+
+
 @functools.cache
 def registered_passes(version: int | None = None) -> dict[str, str]:
     """`opt --print-passes` of that LLVM as {pass name: kind} (parameters stripped)."""
@@ -174,3 +178,56 @@ def build_pipeline(passes: list[str], version: int | None = None) -> str:
         else:
             wrapped.append(f"function(loop({body}))")
     return ",".join(wrapped) if wrapped else "function(no-op-function)"
+
+
+def _has_empty_element(text: str) -> bool:
+    """True for "gvn,,", ",gvn" or "a,(b)": an empty element at any comma, which LLVM rejects."""
+    items, depth, current = [], 0, ""
+    for char in text:
+        depth += (char in "<(") - (char in ">)")
+        if depth == 0 and char == ",":
+            items.append(current.strip())
+            current = ""
+        else:
+            current += char
+    items.append(current.strip())
+    return any(not item for item in items)
+
+
+def check_pipeline(pipeline: str, version: int | None = None, timeout: float = 30) -> None:
+    """PipelineError unless `opt -passes=PIPELINE` of that LLVM parses it.
+
+    The check runs `opt` on an empty module: parsing is the whole test (no pass runs on a function),
+    and `opt` is the reference, so a string accepted here is exactly one `opt -passes=` accepts."""
+    opt = find_toolchain(version).opt
+    try:
+        proc = subprocess.run([opt, f"-passes={pipeline}", "-disable-output", "-"], input="",
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise PipelineError(f"opt did not answer within {timeout:g}s checking the pipeline {pipeline!r}") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+        reason = re.sub(r"^\S*opt\S*: ", "", lines[-1]) if lines else f"opt exited with {proc.returncode}"
+        raise PipelineError(f"invalid pass pipeline {pipeline!r}: {reason}")
+
+
+def resolve_pipeline(text: str, version: int | None = None) -> tuple[str, list[str] | None]:
+    """(the `opt -passes=` string, the vocabulary pass list or None) for a user's `-p` argument.
+
+    A list of vocabulary passes ("sroa,default<Oz>") is wrapped by kind with `build_pipeline`, as
+    the model's answers are; anything else must be a pipeline that LLVM itself parses
+    ("function(instcombine<max-iterations=2>),cgscc(inline)"), checked by `check_pipeline`.
+    Vocabulary checking is for model output only: a user may run any pipeline."""
+    text = text.strip()
+    if not text:
+        raise PipelineError("empty pass pipeline: give passes such as -p \"sroa,instcombine\" "
+                            "or a pipeline such as -p \"default<O2>\"")
+    passes = parse_pass_list(text)
+    vocab = load_vocabulary(version)
+    if passes and not _has_empty_element(text) and all(p in vocab for p in passes):
+        try:
+            return build_pipeline(passes, version), passes
+        except UnknownPassError:
+            pass  # e.g. two meta-passes: LLVM decides whether the string is a pipeline
+    check_pipeline(text, version)
+    return text, None
