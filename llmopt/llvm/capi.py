@@ -47,7 +47,6 @@ def load_library(version: int | None = None) -> ctypes.CDLL:
         "LLVMGetNextInstruction": ([c_void_p], c_void_p),
         "LLVMGetValueName2": ([c_void_p, POINTER(c_size_t)], c_void_p),
         "LLVMVerifyModule": ([c_void_p, c_int, POINTER(c_void_p)], c_int),
-        "LLVMStripModuleDebugInfo": ([c_void_p], c_int),
         "LLVMCreatePassBuilderOptions": ([], c_void_p),
         "LLVMDisposePassBuilderOptions": ([c_void_p], None),
         "LLVMRunPasses": ([c_void_p, c_char_p, c_void_p, c_void_p], c_void_p),
@@ -248,9 +247,6 @@ class Module:
         from llmopt.llvm.elf import text_and_data_bytes
 
         return text_and_data_bytes(self.emit_object())
-
-    def strip_debug_info(self) -> None:
-        self.lib.LLVMStripModuleDebugInfo(self.handle)
 
     def to_string(self) -> str:
         return _take_message(self.lib, self.lib.LLVMPrintModuleToString(self.handle))

@@ -20,7 +20,6 @@ from llmopt.errors import LlmoptError
 
 DEFAULT_LLVM_VERSION = 19
 MIN_LLVM_VERSION = 14
-TOOLS = ("opt", "clang", "llvm-extract", "llvm-link", "llc", "llvm-as", "llvm-dis")
 
 
 class ToolchainError(RuntimeError, LlmoptError):

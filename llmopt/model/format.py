@@ -197,16 +197,3 @@ def parse_answer(text: str, vocabulary: Collection[str] | None = None) -> Parsed
 def stop_token(stop_after: StopAfter) -> str:
     """The token at which generation stops: after the pass list, the counts, or the whole answer."""
     return _STOP_TOKEN[stop_after]
-
-
-def encode_example(tokenizer: Any, prompt: str, answer: str, max_length: int | None = None) -> dict[str, list[int]] | None:
-    """Token ids and labels (prompt masked with -100: loss on the answer only); None if longer than `max_length`.
-
-    Prompt and answer are tokenized apart: both end/start at special tokens, so this equals
-    tokenizing the joined text, and the boundary is exact.
-    """
-    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
-    if max_length is not None and len(prompt_ids) + len(answer_ids) > max_length:
-        return None
-    return {"input_ids": prompt_ids + answer_ids, "labels": [-100] * len(prompt_ids) + answer_ids}

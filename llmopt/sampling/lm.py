@@ -104,7 +104,7 @@ class PassListLM:
 class TreeDecoder:
     """Next-token log-probabilities for any answer prefix of one prompt, sharing KV caches.
 
-    `calls` counts model forward passes and `tokens_run` the tokens they processed (prompt included).
+    `tokens_run` counts the tokens the model processed (prompt included): the cost of a decode.
     """
 
     def __init__(self, lm: PassListLM, prompt_ids: list[int], *, reuse_cache: bool = True):
@@ -112,7 +112,6 @@ class TreeDecoder:
         self.prompt_ids = prompt_ids
         self.reuse_cache = reuse_cache
         self.memo: dict[tuple[int, ...], torch.Tensor] = {}
-        self.calls = 0
         self.tokens_run = 0
         self._cache: Any = None
         self._fed: list[int] = []  # answer tokens currently in the working cache (after the prompt)
@@ -124,7 +123,6 @@ class TreeDecoder:
         """logits (len(ids), vocab) for `ids` appended to `cache` (None: from scratch)."""
         input_ids = torch.tensor([ids], dtype=torch.long)
         out = self.lm.model(input_ids=input_ids, past_key_values=cache, use_cache=use_cache)
-        self.calls += 1
         self.tokens_run += len(ids)
         return out.logits[0].float(), out.past_key_values
 
@@ -168,10 +166,6 @@ class TreeDecoder:
     def finished(self, tokens: Sequence[int]) -> bool:
         """True when `tokens` ends the pass list (a stop token) or reached the length limit."""
         return bool(tokens) and (tokens[-1] in self.lm.stop_ids or len(tokens) > self.lm.max_passes)
-
-    def sequence_logprob(self, tokens: Sequence[int], grammar: bool = True) -> float:
-        """Sum of log-probabilities of `tokens` (under the grammar-masked distribution when `grammar`)."""
-        return float(sum(self.masked_logprobs(tokens[:i], grammar)[t] for i, t in enumerate(tokens)))
 
     def text(self, tokens: Sequence[int]) -> str:
         """The answer text for `tokens`: `<passes>` + decoded tokens."""
