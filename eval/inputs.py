@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmopt.errors import LlmoptError
+from llmopt.errors import LlmoptError, one_line
+from llmopt.inputs import check_ir, read_ir_file
 from llmopt.llvm.ir import estimate_tokens, ir_hash, normalize_ir
 
 SPLITS = ("train", "validation", "test")
@@ -55,7 +56,9 @@ def split_spec(spec: str) -> tuple[str, str | None]:
 
 
 def _from_row(row: dict[str, Any]) -> Function:
-    ir = row["ir"]
+    ir = row.get("ir")
+    if not isinstance(ir, str) or not ir.strip():
+        raise InputError("a dataset row has no `ir` text: is this a datagen dataset (docs/interfaces.md)?")
     passes = row.get("passes")
     return Function(
         fid=row.get("ir_hash") or ir_hash(ir),
@@ -85,22 +88,30 @@ def read_rows(path: str | Path, split: str) -> list[dict[str, Any]]:
     path = Path(path)
     parquet = path / f"{split}.parquet"
     if parquet.exists():
-        import pyarrow.parquet as pq
-
-        return pq.read_table(parquet).to_pylist()
+        return _read_parquet(parquet)
     shards = sorted(path.glob(f"{split}-*.parquet")) + sorted((path / split).glob("*.parquet"))
     if shards:
-        import pyarrow.parquet as pq
-
-        return [r for s in shards for r in pq.read_table(s).to_pylist()]
+        return [r for s in shards for r in _read_parquet(s)]
     if (path / "dataset_dict.json").exists() or (path / split / "dataset_info.json").exists():
         import datasets
 
-        dd = datasets.load_from_disk(str(path))
+        try:
+            dd = datasets.load_from_disk(str(path))
+        except Exception as err:  # datasets raises many kinds for a damaged folder
+            raise InputError(f"{path}: cannot load the dataset: {one_line(err)}") from None
         if split not in dd:
             raise InputError(f"{path}: no split {split!r} (has {', '.join(dd)})")
         return dd[split].to_list()
     return []
+
+
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path).to_pylist()
+    except (OSError, ValueError) as err:  # ArrowInvalid is a ValueError: not parquet, truncated
+        raise InputError(f"{path}: not a readable parquet file ({one_line(err)})") from None
 
 
 def is_dataset(path: str | Path) -> bool:
@@ -110,25 +121,29 @@ def is_dataset(path: str | Path) -> bool:
 
 
 def _from_ll_dir(path: Path) -> list[Function]:
-    from llmopt.llvm.ir import defined_functions, split_functions, strip_optnone
-
     files = sorted(path.rglob("*.ll"))
     if not files:
         raise InputError(f"{path}: no .ll files and no dataset (train/validation/test.parquet) here")
-    out: list[Function] = []
-    for file in files:
-        import warnings
+    return [fn for file in files for fn in _from_ll(file, f"dir:{file.relative_to(path)}")]
 
-        text = file.read_text()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            text, _ = strip_optnone(text)
-        names = defined_functions(text)
-        modules = [(names[0], text)] if len(names) == 1 else list(split_functions(text))
-        for name, module in modules:
-            ir = normalize_ir(module)
-            out.append(Function(fid=ir_hash(ir), name=name, source=f"dir:{file.relative_to(path)}", ir=ir,
-                                n_tokens=estimate_tokens(ir)))
+
+def _from_ll(file: Path, source: str) -> list[Function]:
+    """The functions of one .ll file, one normalized module each; bad files are one-line errors."""
+    import warnings
+
+    from llmopt.llvm.ir import defined_functions, split_functions, strip_optnone
+
+    text = read_ir_file(str(file))  # empty, binary, huge: errors that name the file
+    check_ir(text, str(file))  # malformed or failing the verifier
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text, _ = strip_optnone(text)
+    names = defined_functions(text)
+    modules = [(names[0], text)] if len(names) == 1 else list(split_functions(text))
+    out = []
+    for name, module in modules:
+        ir = normalize_ir(module)
+        out.append(Function(fid=ir_hash(ir), name=name, source=source, ir=ir, n_tokens=estimate_tokens(ir)))
     return out
 
 
@@ -145,7 +160,7 @@ def load_functions(spec: str, limit: int | None = None, seed: int = 0) -> tuple[
     if not mix and path.is_file():
         if path.suffix != ".ll":
             raise InputError(f"{path}: expected a dataset directory, a directory of .ll files, or a .ll file")
-        functions = _from_ll_file(path)
+        functions = _from_ll(path, f"file:{path.name}")
         what = str(path)
     elif mix or is_dataset(path):
         split = split or "test"
@@ -165,18 +180,6 @@ def load_functions(spec: str, limit: int | None = None, seed: int = 0) -> tuple[
         functions = sorted(random.Random(seed).sample(functions, limit), key=lambda f: f.fid)
         what += f" (seeded random {limit} of {len(unique)})"
     return functions, what
-
-
-def _from_ll_file(path: Path) -> list[Function]:
-    import shutil
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        shutil.copy(path, Path(tmp) / path.name)
-        functions = _from_ll_dir(Path(tmp))
-    for fn in functions:
-        fn.source = f"file:{path.name}"
-    return functions
 
 
 def training_rows(spec: str | None, eval_spec: str) -> list[dict[str, Any]]:

@@ -104,6 +104,12 @@ class AutotunerLabels:
 Measure = Callable[[list[tuple[str, list[str]]]], list[Any]]  # Harness.evaluate_tasks
 
 
+def value_of(result: Any, metric: str) -> int:
+    """A measured EvalResult's value in `metric` (objsize is None when llc failed: worst)."""
+    value = result.objsize if metric == "objsize" else result.instcount
+    return value if value is not None else 1 << 62
+
+
 @dataclass
 class SetCoverCoreset:
     """A coreset ranked by set cover on the training set (Coreset-NVP's core set, without the NVP).
@@ -121,6 +127,7 @@ class SetCoverCoreset:
     n_train: int = 300
     seed: int = 0
     cache_file: Path | None = None
+    metric: str = "instcount"  # "objsize": ranked by bytes (measure must then report objsize)
     name: str = "coreset_cover"
     lists: list[list[str]] = field(default_factory=list)
     gains: list[int] = field(default_factory=list)
@@ -130,6 +137,8 @@ class SetCoverCoreset:
 
         key = {"n_candidates": self.n_candidates, "n_train": self.n_train, "seed": self.seed,
                "train": sorted(r.get("ir_hash") or ir_hash(r["ir"]) for r in self.train_rows)[:50]}
+        if self.metric != "instcount":  # (absent for instcount: rankings saved before stay valid)
+            key["metric"] = self.metric
         if self.cache_file is not None and self.cache_file.exists():
             saved = json.loads(self.cache_file.read_text())
             if saved.get("key") == key:
@@ -146,11 +155,12 @@ class SetCoverCoreset:
             rows = random.Random(self.seed).sample(rows, self.n_train)
         tasks = [(r["ir"], []) for r in rows] + [(r["ir"], c) for c in candidates for r in rows]
         results = self.measure(tasks)
-        base = [res.instcount if res.ok else int(r["instcount_input"]) for r, res in zip(rows, results, strict=False)]
+        base = [value_of(res, self.metric) if res.ok else int(r["instcount_input"])
+                for r, res in zip(rows, results, strict=False)]
         counts = []
         for ci in range(len(candidates)):
             part = results[len(rows) * (ci + 1): len(rows) * (ci + 2)]
-            counts.append([res.instcount if res.ok else b for res, b in zip(part, base, strict=True)])
+            counts.append([value_of(res, self.metric) if res.ok else b for res, b in zip(part, base, strict=True)])
         current = list(base)
         remaining = list(range(len(candidates)))
         order, gains = [], []
@@ -183,7 +193,7 @@ class GreedySearch:
     name = "greedy_search"
 
     def __init__(self, measure: Callable[[str, list[list[str]]], list[Any]], passes: Sequence[str] | None = None,
-                 budget: int = 300, max_len: int = 12):
+                 budget: int = 300, max_len: int = 12, metric: str = "instcount"):
         if passes is None:
             from llmopt.llvm.passes import vocabulary
 
@@ -194,6 +204,7 @@ class GreedySearch:
         self.measure = measure
         self.budget = budget
         self.max_len = max_len
+        self.metric = metric
 
     def sample(self, ir: str, n: int) -> list[Sample]:
         n = min(n, self.budget)
@@ -205,7 +216,7 @@ class GreedySearch:
             lists = [current + [p] for p in options][: n - len(out)]
             results = self.measure(ir, lists)
             out += [Sample(p, None) for p in lists]
-            scored = [(r.instcount, i) for i, r in enumerate(results) if r.ok]
+            scored = [(value_of(r, self.metric), i) for i, r in enumerate(results) if r.ok]
             if not scored:
                 break
             count, i = min(scored)
@@ -249,6 +260,7 @@ class MethodOptions:
     feedback_rounds: int = 2
     threads: int | None = None
     max_passes: int = 48  # longest pass list the model may generate
+    metric: str = "instcount"  # what the searching baselines (greedy_search, coreset_cover) minimize
 
 
 class MethodFactory:
@@ -293,14 +305,17 @@ class MethodFactory:
             return Coreset(lists)
         if name == "coreset_cover":
             cache = self.out_dir / "coreset_cover.json" if self.out_dir else None
-            method = SetCoverCoreset(self.train_rows, self.harness.evaluate_tasks, o.coreset_candidates,
-                                     o.coreset_train, o.seed, cache)
+            sized = o.metric == "objsize"
+            method = SetCoverCoreset(self.train_rows, lambda tasks: self.harness.evaluate_tasks(tasks, objsize=sized),
+                                     o.coreset_candidates, o.coreset_train, o.seed, cache, o.metric)
             if not self.train_rows:
                 raise MethodError("coreset_cover needs a training split: pass --train-dataset PATH[:split]")
             method.build()
             return method
         if name == "greedy_search":
-            return GreedySearch(self.harness.evaluate_many, budget=o.greedy_search_budget)
+            sized = o.metric == "objsize"
+            return GreedySearch(lambda ir, lists: self.harness.evaluate_many(ir, lists, objsize=sized),
+                                budget=o.greedy_search_budget, metric=o.metric)
         if name == "greedy":
             from llmopt.sampling import GreedyDecoding
 

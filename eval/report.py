@@ -59,7 +59,8 @@ def write_all(results: dict, out: Path) -> Path:
         "# llmopt evaluation report",
         "",
         f"- dataset: `{results['dataset']}` — {results['n_functions']} functions, "
-        f"{results['instcount_input']} instructions unoptimized, {results['instcount_oz']} after -Oz",
+        f"{results['instcount_input']} {results.get('unit', 'instructions')} unoptimized, "
+        f"{results['instcount_oz']} after -Oz (metric: {results.get('metric', 'instcount')})",
         f"- model: `{results.get('model') or 'shipped default'}`; seed {results['seed']}; samples {ks}",
         "- improvement over -Oz = (sum of -Oz counts - sum of result counts) / sum of -Oz counts (same input, "
         "same LLVM). **Raw** (no backup): a function whose candidates all fail (unparsable, unknown pass, "

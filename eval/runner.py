@@ -10,6 +10,7 @@ the tables, the plots and `REPORT.md`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -23,7 +24,7 @@ from typing import Any
 from tqdm import tqdm
 
 from eval import metrics
-from eval.inputs import Function, load_functions, training_rows
+from eval.inputs import Function, InputError, load_functions, training_rows
 from eval.methods import (
     DEFAULT_METHODS,
     MethodError,
@@ -62,6 +63,7 @@ class EvalConfig:
     cache: str | bool = True  # True: the shared cache; False: none; a path: that SQLite file
     chunk: int = 16
     progress: bool = True
+    metric: str = "instcount"  # what methods minimize and results report: "instcount" or "objsize" (bytes)
 
 
 # ---------------------------------------------------------------- JSONL store
@@ -106,26 +108,33 @@ def _log(msg: str) -> None:
 # ---------------------------------------------------------------- measuring
 
 
-def measure_baseline(functions: Sequence[Function], harness: Any, store: JsonlStore) -> dict[str, dict]:
-    """{fid: {instcount_input, instcount_oz, error}} measured with the harness (the no-op list and -Oz)."""
-    known = {r["fid"]: r for r in store.read()}
+def measure_baseline(functions: Sequence[Function], harness: Any, store: JsonlStore,
+                     metric: str = "instcount") -> dict[str, dict]:
+    """{fid: {instcount_input, instcount_oz, error}} measured with the harness (the no-op list and -Oz);
+    with metric "objsize" also objsize_input and objsize_oz (bytes)."""
+    sized = metric == "objsize"
+    known = {r["fid"]: r for r in store.read() if not sized or "objsize_oz" in r}
     todo = [fn for fn in functions if fn.fid not in known]
     if todo:
         tasks = [(fn.ir, []) for fn in todo] + [(fn.ir, [OZ]) for fn in todo]
-        results = harness.evaluate_tasks(tasks)
+        results = harness.evaluate_tasks(tasks, objsize=sized)
         rows = []
         for i, fn in enumerate(todo):
             raw, oz = results[i], results[len(todo) + i]
             error = None if raw.ok and oz.ok else (raw.error or oz.error or "failed")[:_ERROR_CHARS]
-            rows.append({"fid": fn.fid, "instcount_input": raw.instcount, "instcount_oz": oz.instcount,
-                         "error": error})
+            row = {"fid": fn.fid, "instcount_input": raw.instcount, "instcount_oz": oz.instcount, "error": error}
+            if sized:
+                row.update(objsize_input=raw.objsize, objsize_oz=oz.objsize)
+                if error is None and None in (raw.objsize, oz.objsize):
+                    row["error"] = "no object size (llc failed)"
+            rows.append(row)
         store.append(rows)
         known.update({r["fid"]: r for r in rows})
     return {fn.fid: known[fn.fid] for fn in functions}
 
 
 def _measure_chunk(harness: Any, method: str, k_max: int,
-                   generated: list[tuple[Function, list[Sample], str | None]]) -> list[dict]:
+                   generated: list[tuple[Function, list[Sample], str | None]], metric: str = "instcount") -> list[dict]:
     tasks: list[tuple[str, list[str]]] = []
     index: dict[tuple[str, tuple[str, ...]], int] = {}
     for fn, samples, _ in generated:
@@ -134,22 +143,24 @@ def _measure_chunk(harness: Any, method: str, k_max: int,
             if key not in index:
                 index[key] = len(tasks)
                 tasks.append((fn.ir, list(s.passes)))
-    results = harness.evaluate_tasks(tasks) if tasks else []
+    results = harness.evaluate_tasks(tasks, objsize=metric == "objsize") if tasks else []
     records = []
     for fn, samples, note in generated:
         cands = []
         for s in samples:
             res = results[index[(fn.fid, tuple(s.passes))]]
-            cands.append({"passes": list(s.passes), "instcount": res.instcount if res.ok else None,
-                          "error": None if res.ok else (res.error or "failed")[:_ERROR_CHARS],
-                          "score": s.score})
+            cand = {"passes": list(s.passes), "instcount": res.instcount if res.ok else None,
+                    "error": None if res.ok else (res.error or "failed")[:_ERROR_CHARS], "score": s.score}
+            if metric == "objsize":
+                cand["objsize"] = res.objsize if res.ok else None
+            cands.append(cand)
         records.append({"method": method, "fid": fn.fid, "n": k_max, "samples": cands, "note": note})
     return records
 
 
 def run_method(name: str, strategy: Strategy, functions: Sequence[Function], k_max: int, harness: Any,
                store: JsonlStore, done: set[tuple[str, str]], chunk: int = 16, progress: bool = True,
-               overlap: bool = True) -> float:
+               overlap: bool = True, metric: str = "instcount") -> float:
     """Sample and measure `strategy` on every function not yet in `done`; returns seconds spent sampling."""
     todo = [fn for fn in functions if (name, fn.fid) not in done]
     if not todo:
@@ -180,9 +191,9 @@ def run_method(name: str, strategy: Strategy, functions: Sequence[Function], k_m
             sampling += time.perf_counter() - start
             if overlap:
                 finish(pending)
-                pending = pool.submit(_measure_chunk, harness, name, k_max, generated)
+                pending = pool.submit(_measure_chunk, harness, name, k_max, generated, metric)
             else:
-                finish(pool.submit(_measure_chunk, harness, name, k_max, generated))
+                finish(pool.submit(_measure_chunk, harness, name, k_max, generated, metric))
         finish(pending)
     bar.close()
     return sampling
@@ -190,7 +201,7 @@ def run_method(name: str, strategy: Strategy, functions: Sequence[Function], k_m
 
 def chosen_lists(records: dict[tuple[str, str], dict], base: dict[str, dict], ks: Sequence[int]
                  ) -> dict[tuple[str, str, int], list[str] | None]:
-    """(method, fid, k) -> the list chosen without backup (None when no candidate was usable)."""
+    """(method, fid, k) -> the list chosen by instcount without backup (None when no candidate was usable)."""
     out = {}
     for (method, fid), rec in records.items():
         b = base[fid]
@@ -198,6 +209,11 @@ def chosen_lists(records: dict[tuple[str, str], dict], base: dict[str, dict], ks
         for k in ks:
             out[(method, fid, k)] = metrics.outcome_at(cands, k, b["instcount_input"], b["instcount_oz"]).passes
     return out
+
+
+def _base(b: dict, metric: str) -> tuple[int, int]:
+    """(input, -Oz) of one function's baseline row in `metric`."""
+    return b[f"{metric}_input"], b[f"{metric}_oz"]
 
 
 def measure_objsize(chosen: dict[tuple[str, str, int], list[str] | None], functions: Sequence[Function],
@@ -221,8 +237,9 @@ def measure_objsize(chosen: dict[tuple[str, str, int], list[str] | None], functi
     return known
 
 
-def candidates_of(record: dict) -> list[metrics.Candidate]:
-    return [metrics.Candidate(c["passes"], c["instcount"], c.get("error"), c.get("score")) for c in record["samples"]]
+def candidates_of(record: dict, metric: str = "instcount") -> list[metrics.Candidate]:
+    """The measured candidates of a record, valued in `metric` (a list without that value failed)."""
+    return [metrics.Candidate(c["passes"], c.get(metric), c.get("error"), c.get("score")) for c in record["samples"]]
 
 
 # ---------------------------------------------------------------- the whole run
@@ -237,15 +254,33 @@ def _harness(cfg: EvalConfig) -> Any:
     return Harness(workers=cfg.workers, cache=cache)
 
 
+METRICS = ("instcount", "objsize")
+
+
+def _check_request(cfg: EvalConfig) -> None:
+    """Bad settings fail in one line before any work (library callers get what the CLI checks)."""
+    from llmopt.cli_options import MAX_SAMPLES
+    from llmopt.outputs import check_output_dir
+
+    ks = list(cfg.samples)
+    if not ks or min(ks) < 1 or max(ks) > MAX_SAMPLES:
+        raise MethodError(f"--samples must be integers in [1, {MAX_SAMPLES}], e.g. 1,3,5,10,30,100")
+    if cfg.chunk < 1 or (cfg.limit is not None and cfg.limit < 1):
+        raise MethodError("--chunk and --limit must be positive numbers of functions")
+    if cfg.metric not in METRICS:
+        raise MethodError(f"unknown metric {cfg.metric!r}: choose from {', '.join(METRICS)}")
+    check_output_dir(str(cfg.out))
+
+
 def _check_config(cfg: EvalConfig) -> None:
     """Refuse to mix records of a different evaluation into DIR (seed, dataset, limit, model)."""
     path = cfg.out / "config.json"
     ident = {"dataset": cfg.dataset, "limit": cfg.limit, "seed": cfg.seed, "model": cfg.options.model,
              "temperature": cfg.options.temperature, "top_p": cfg.options.top_p,
-             "greedy_search_budget": cfg.options.greedy_search_budget}
+             "greedy_search_budget": cfg.options.greedy_search_budget, "metric": cfg.metric}
     if not (path.exists() and (cfg.out / RECORDS).exists()):
         store_settings(path, ident)
-    elif diff := settings_diff(path, ident):
+    elif diff := settings_diff(path, ident, defaults={"metric": "instcount"}):
         raise MethodError(f"{cfg.out} holds an evaluation with other settings {diff}: use another --out "
                           "or delete it")
 
@@ -254,29 +289,32 @@ def run_eval(cfg: EvalConfig) -> dict:
     """Evaluate, write results.json + tables + plots + REPORT.md into `cfg.out`; returns the results dict."""
     from eval import report
 
-    cfg.out.mkdir(parents=True, exist_ok=True)
+    _check_request(cfg)
     ks = sorted(set(int(k) for k in cfg.samples))
-    if not ks or ks[0] < 1:
-        raise MethodError("--samples must be positive integers, e.g. 1,3,5,10,30,100")
     k_max = ks[-1]
     methods = expand_methods(cfg.methods)
     functions, described = load_functions(cfg.dataset, cfg.limit, cfg.seed)
+    cfg.out.mkdir(parents=True, exist_ok=True)
     _check_config(cfg)
-    _log(f"{len(functions)} functions from {described}; methods: {', '.join(methods)}; samples: {ks}")
+    if cfg.progress:  # --no-progress: only results and errors
+        _log(f"{len(functions)} functions from {described}; methods: {', '.join(methods)}; samples: {ks}")
     train = training_rows(cfg.train_dataset, cfg.dataset)
     notes: list[str] = []
     timings: dict[str, float] = {}
     with _harness(cfg) as harness:
         base_store = JsonlStore(cfg.out / BASELINE)
-        base = measure_baseline(functions, harness, base_store)
+        base = measure_baseline(functions, harness, base_store, cfg.metric)
         bad = [fn for fn in functions if base[fn.fid]["error"]]
         if bad:
             notes.append(f"{len(bad)} function(s) dropped: the input or -Oz failed to compile "
                          f"(first: {base[bad[0].fid]['error'].splitlines()[0]})")
             functions = [fn for fn in functions if not base[fn.fid]["error"]]
+        if not functions:
+            raise InputError(f"nothing to evaluate: {notes[-1] if notes else 'no functions'}")
         store = JsonlStore(cfg.out / RECORDS)
         done = {(r["method"], r["fid"]) for r in store.read() if r.get("n", 0) >= k_max}
-        factory = MethodFactory(functions, train, harness, cfg.options, cfg.out)
+        options = dataclasses.replace(cfg.options, metric=cfg.metric)  # one metric for every part
+        factory = MethodFactory(functions, train, harness, options, cfg.out)
         ran: list[str] = []
         for name in methods:
             if all((name, fn.fid) in done for fn in functions):
@@ -286,20 +324,23 @@ def run_eval(cfg: EvalConfig) -> dict:
                 strategy = factory.build(name)
             except (MethodError, FileNotFoundError) as err:
                 notes.append(f"{name}: skipped: {err}")
-                _log(f"{name}: skipped: {err}")
+                if cfg.progress:
+                    _log(f"{name}: skipped: {err}")
                 continue
             targets = functions
             if name == "autotuner":
                 targets = [fn for fn in functions if fn.labelled]
             overlap = name != "greedy_search" and not name.startswith("feedback")
             timings[name] = run_method(name, strategy, targets, k_max, harness, store, done, cfg.chunk,
-                                       cfg.progress, overlap)
+                                       cfg.progress, overlap, cfg.metric)
             ran.append(name)
         records = {(r["method"], r["fid"]): r for r in store.read() if r["method"] in ran}
         fids = {fn.fid for fn in functions}
         records = {key: r for key, r in records.items() if key[1] in fids}
+        if not records:
+            raise MethodError("nothing was evaluated: " + (notes[-1] if notes else "no method produced candidates"))
         objsizes: dict[tuple[str, str], int | None] = {}
-        if cfg.objsize:
+        if cfg.objsize and cfg.metric == "instcount":  # is instcount an honest proxy for size?
             chosen = chosen_lists(records, base, ks)
             objsizes = measure_objsize(chosen, functions, harness, JsonlStore(cfg.out / OBJSIZE), cfg.progress)
         quality: dict | None = None
@@ -338,10 +379,13 @@ def aggregate(functions: Sequence[Function], base: dict[str, dict], records: dic
               train: Sequence[dict], described: str, cfg: EvalConfig) -> dict:
     """The results dict (results.json): per method and k, without and with -Oz backup, plus breakdowns."""
     by_fid = {fn.fid: fn for fn in functions}
-    oz_total = sum(base[fn.fid]["instcount_oz"] for fn in functions)
-    input_total = sum(base[fn.fid]["instcount_input"] for fn in functions)
+    metric = cfg.metric
+    oz_total = sum(_base(base[fn.fid], metric)[1] for fn in functions)
+    input_total = sum(_base(base[fn.fid], metric)[0] for fn in functions)
+    # With metric objsize every count below (instcount_* fields included) is bytes: see `unit`.
     out: dict[str, Any] = {
-        "dataset": described, "n_functions": len(functions), "instcount_oz": oz_total,
+        "dataset": described, "n_functions": len(functions), "metric": metric,
+        "unit": "bytes" if metric == "objsize" else "instructions", "instcount_oz": oz_total,
         "instcount_input": input_total, "samples": list(ks), "seed": cfg.seed, "model": cfg.options.model,
         "methods": {}, "by_source": {}, "by_size": {}, "objsize": {}, "pass_frequency": {},
     }
@@ -357,12 +401,12 @@ def aggregate(functions: Sequence[Function], base: dict[str, dict], records: dic
         for k in ks:
             rows = []
             for fid, rec in recs.items():
-                b = base[fid]
+                value_input, value_oz = _base(base[fid], metric)
                 extra = by_fid[fid].evaluations if method == "autotuner" else None
-                cands = candidates_of(rec)
-                raw = metrics.outcome_at(cands, k, b["instcount_input"], b["instcount_oz"], False, extra)
-                backed = metrics.outcome_at(cands, k, b["instcount_input"], b["instcount_oz"], True, extra)
-                rows.append((by_fid[fid], b["instcount_oz"], raw, backed))
+                cands = candidates_of(rec, metric)
+                raw = metrics.outcome_at(cands, k, value_input, value_oz, False, extra)
+                backed = metrics.outcome_at(cands, k, value_input, value_oz, True, extra)
+                rows.append((by_fid[fid], value_oz, raw, backed))
             per_k[k] = rows
             raw_sum = metrics.summarize([(oz, o) for _, oz, o, _ in rows]).to_dict()
             raw_sum["oz_backup"] = metrics.summarize([(oz, o) for _, oz, _, o in rows]).to_dict()

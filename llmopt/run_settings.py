@@ -13,9 +13,13 @@ from pathlib import Path
 from typing import Any
 
 
-def settings_diff(path: Path, settings: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """{key: (stored, given)} for every setting that differs from those stored at `path`; {} if none."""
-    stored = json.loads(path.read_text())
+def settings_diff(path: Path, settings: dict[str, Any], defaults: dict[str, Any] | None = None
+                  ) -> dict[str, tuple[Any, Any]]:
+    """{key: (stored, given)} for every setting that differs from those stored at `path`; {} if none.
+
+    A setting added after a job started is absent from its file: `defaults` gives the value it had
+    then (its default), so adding a setting never makes old work unresumable."""
+    stored = {**(defaults or {}), **json.loads(path.read_text())}
     return {k: (stored.get(k), v) for k, v in settings.items() if stored.get(k) != v}
 
 

@@ -113,3 +113,55 @@ def test_model_methods_and_code_quality(data, tiny_model, tmp_path):
     for name in ("quality", "parse_errors"):
         assert (out / "tables" / f"{name}.md").exists()
     assert "Model vs baselines" in (out / "REPORT.md").read_text()
+
+
+def test_objsize_metric_picks_and_reports_bytes(data, tmp_path):
+    """--metric objsize: candidates are chosen by .text+.data bytes; with -Oz backup never above -Oz."""
+    out = tmp_path / "bytes"
+    results = run_eval(_cfg(data, out, methods=["random", "oz"], metric="objsize"))
+    assert results["metric"] == "objsize" and results["unit"] == "bytes"
+    for k in ("1", "3", "5"):
+        backed = results["methods"]["random"]["samples"][k]["oz_backup"]
+        assert backed["functions_regressed"] == 0 and backed["instcount_result"] <= backed["instcount_oz"]
+    base = {r["fid"]: r for r in map(json.loads, (out / "baseline.jsonl").read_text().splitlines())}
+    assert results["instcount_oz"] == sum(r["objsize_oz"] for r in base.values())  # bytes, not instructions
+    records = [json.loads(line) for line in (out / RECORDS).read_text().splitlines()]
+    best = sum(min(c["objsize"] for c in r["samples"][:5]) for r in records if r["method"] == "random")
+    assert results["methods"]["random"]["samples"]["5"]["instcount_result"] == best
+    with pytest.raises(Exception, match="other settings"):  # an instcount run may not mix into it
+        run_eval(_cfg(data, out, methods=["random", "oz"]))
+
+
+def test_run_without_metric_in_its_config_resumes(data, tmp_path):
+    """An evaluation started before --metric existed (no `metric` in config.json) resumes as instcount."""
+    out = tmp_path / "old"
+    first = run_eval(_cfg(data, out, methods=["oz"]))
+    stored = json.loads((out / "config.json").read_text())
+    del stored["metric"]
+    (out / "config.json").write_text(json.dumps(stored))
+    assert run_eval(_cfg(data, out, methods=["oz"]))["methods"] == first["methods"]
+
+
+@pytest.mark.parametrize("files,error", [
+    ({"test.parquet": b"PAR1 not really parquet"}, "not a readable parquet file"),
+    ({"a.ll": b"\x00\x01\x02binary"}, "binary file"),
+    ({"a.ll": b"define i32 @f() {\n  ret i64 0\n}\n"}, "malformed"),
+])
+def test_cli_bad_dataset_is_one_line(tmp_path, capsys, files, error):
+    src = tmp_path / "in"
+    src.mkdir()
+    for name, content in files.items():
+        (src / name).write_bytes(content)
+    assert eval_main(["--dataset", str(src), "--out", str(tmp_path / "o"), "--no-cache", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert error in err and err.count("\n") == 1
+
+
+def test_cli_nothing_evaluated_is_an_error(tmp_path, capsys):
+    src = tmp_path / "lls"
+    src.mkdir()
+    shutil.copy(EXAMPLES / "example.ll", src / "example.ll")
+    code = eval_main(["--dataset", str(src), "--methods", "autotuner", "--samples", "1", "--out", str(tmp_path / "o"),
+                      "--no-cache", "--workers", "1", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "nothing was evaluated" in err and err.count("\n") == 1
