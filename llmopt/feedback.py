@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from llmopt.errors import LlmoptError, one_line
 from llmopt.model import format as fmt
 from llmopt.sampling.base import PromptTooLongError, Sample, distinct
 
@@ -310,10 +311,43 @@ def build_feedback_rows(lm: Any, rows: list[dict[str, Any]], harness: Any, *, fo
     return out
 
 
+class DatasetError(ValueError, LlmoptError):
+    """A dataset split that is not a readable parquet table of rows with an `ir` column."""
+
+
+def check_split(path: str | Path) -> None:
+    """DatasetError unless `path` is a parquet file whose rows have an `ir` column (reads the schema only)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.read_schema(path).names
+    except (pa.ArrowException, OSError) as err:
+        raise DatasetError(f"{path}: not a readable parquet file ({one_line(err)})") from None
+    if "ir" not in names:
+        raise DatasetError(f"{path}: no `ir` column, not an llmopt dataset split (columns: {', '.join(names[:8])})")
+
+
+def read_split_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """The first `limit` rows (all with None) of a dataset split, checked by `check_split`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    check_split(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as err:
+        raise DatasetError(f"{path}: not a readable parquet file ({one_line(err)})") from None
+    return (table.slice(0, limit) if limit is not None else table).to_pylist()
+
+
 def write_feedback_dataset(lm: Any, data_dir: str | Path, out_dir: str | Path, harness: Any, *,
                            form: FeedbackFormat = "fast", splits: list[str] | tuple[str, ...] = ("train", "validation"),
-                           limit: int | None = None) -> Path:
-    """`build_feedback_rows` for each split of `data_dir`, written as `out_dir/{split}.parquet` (+ README.md)."""
+                           limit: int | None = None, progress: bool = True) -> dict[str, int]:
+    """`build_feedback_rows` for each split of `data_dir`, written as `out_dir/{split}.parquet` (+ README.md).
+
+    Returns {split: rows written}; a split missing from `data_dir` is skipped (count 0 is not written).
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -324,8 +358,7 @@ def write_feedback_dataset(lm: Any, data_dir: str | Path, out_dir: str | Path, h
         path = Path(data_dir) / f"{split}.parquet"
         if not path.exists():
             continue
-        rows = pq.read_table(path).to_pylist()[:limit]
-        built = build_feedback_rows(lm, rows, harness, form=form)
+        built = build_feedback_rows(lm, read_split_rows(path, limit), harness, form=form, progress=progress)
         counts[split] = len(built)
         if built:
             tmp = out / f"{split}.parquet.tmp"
@@ -335,4 +368,4 @@ def write_feedback_dataset(lm: Any, data_dir: str | Path, out_dir: str | Path, h
         f"# llmopt feedback dataset ({form})\n\nMade by `llmopt feedback-data` from `{data_dir}` with the model "
         f"`{lm.path}`. Rows: {counts}. Columns: those of docs/interfaces.md plus `feedback_history` and "
         "`verdict` (llmopt/feedback.py). Train with `llmopt train training/configs/feedback-fast.json`.\n")
-    return out
+    return counts

@@ -21,16 +21,49 @@ instructions, measured by the harness on the whole module) of two ways to apply 
 
 Both are plain `opt` passes (plus temporary attributes) on the input, so any `opt` accepts the output
 and the module keeps its symbols and ABI.
+
+The model reads each function normalized (`normalize_ir`, as it was trained) but candidates are
+measured on the function as `llvm-extract` gives it, with its target attributes, so every printed
+`pipeline` reproduces its count with `llvm-extract --func=F in.ll | opt -passes='PIPELINE'`.
+
+`metric="objsize"` chooses by .text+.data bytes (instructions break ties) instead of instructions;
+the -Oz backup then makes the answer never larger than -Oz in bytes.  The module's bytes are
+measured for -Oz and the answer under either metric, so a caller can say when fewer instructions
+cost bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmopt.llvm.passes import OZ
+from llmopt.llvm.passes import OZ, build_pipeline
 from llmopt.sampling.base import PromptTooLongError, Sample, Strategy, distinct
+
+METRICS = ("instcount", "objsize")
+
+
+@dataclass
+class Candidate:
+    """One distinct pass list compiled for a function; `rank` is its place in the strategy's order
+    (1 = most likely), None for the -Oz backup the model did not propose."""
+
+    passes: list[str]
+    rank: int | None
+    instcount: int | None
+    objsize: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, passes: list[str], rank: int | None, result: Any) -> Candidate:
+        if result is None or not result.ok:
+            return cls(list(passes), rank, None, None, result.error if result is not None else "not compiled")
+        return cls(list(passes), rank, result.instcount, result.objsize)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"passes": self.passes, "rank": self.rank, "instcount": self.instcount, "objsize": self.objsize,
+                "error": self.error}
 
 
 @dataclass
@@ -47,11 +80,21 @@ class FunctionPrediction:
     source: str = "model"                  # "model", "oz-backup", "input" (nothing compiled / no backup)
     note: str | None = None
     ir: str | None = None                  # optimized IR (when asked for)
+    pipeline: str = ""                     # the `opt -passes=` string of `passes`
+    objsize_input: int | None = None       # .text+.data bytes, measured with metric="objsize" only
+    objsize_oz: int | None = None
+    objsize_result: int | None = None
+    candidates: list[Candidate] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "instcount_input": self.instcount_input, "instcount_oz": self.instcount_oz,
-                "instcount_result": self.instcount_result, "passes": self.passes,
-                "compilations": self.compilations, "source": self.source, "note": self.note}
+    def to_json(self, candidates: bool = False) -> dict[str, Any]:
+        out = {"name": self.name, "instcount_input": self.instcount_input, "instcount_oz": self.instcount_oz,
+               "instcount_result": self.instcount_result, "objsize_input": self.objsize_input,
+               "objsize_oz": self.objsize_oz, "objsize_result": self.objsize_result, "passes": self.passes,
+               "pipeline": self.pipeline, "compilations": self.compilations, "source": self.source,
+               "note": self.note}
+        if candidates:
+            out["candidates"] = [c.to_json() for c in self.candidates]
+        return out
 
 
 @dataclass
@@ -67,6 +110,20 @@ class ModulePrediction:
     ir: str | None = None
     notes: list[str] = field(default_factory=list)
     mode: str = "single-list"              # or "per-function": each function its own `functions[i].passes`
+    pipeline: str | None = None            # `opt -passes=` string of `passes`; None in per-function mode
+    metric: str = "instcount"
+    objsize_input: int | None = None       # .text+.data bytes of the whole module (None if codegen failed)
+    objsize_oz: int | None = None
+    objsize_result: int | None = None
+
+
+def _score(result: Any, metric: str) -> tuple[int, ...] | None:
+    """What the answer minimizes (None: unusable): instructions, or bytes then instructions."""
+    if result is None or not result.ok:
+        return None
+    if metric == "objsize":
+        return None if result.objsize is None else (result.objsize, result.instcount)
+    return (result.instcount,)
 
 
 def _draw(strategy: Strategy, ir: str, n: int) -> tuple[list[Sample], str | None]:
@@ -78,102 +135,152 @@ def _draw(strategy: Strategy, ir: str, n: int) -> tuple[list[Sample], str | None
 
 
 def _choose(name: str, samples: list[Sample], note: str | None, results: dict[tuple[str, ...], Any],
-            input_count: int | None, oz_backup: bool, compiled: int) -> FunctionPrediction:
-    """The fewest-instruction verified candidate (model order breaks ties; -Oz last)."""
+            oz_backup: bool, metric: str, version: int | None) -> FunctionPrediction:
+    """The best verified candidate by `metric` (model order breaks ties; -Oz last)."""
     lists = distinct(samples)
-    oz = results.get((OZ,))
-    best, best_count, source = None, None, "model"
+    noop, oz = results[()], results.get((OZ,))
+    candidates = [Candidate.of(p, rank, results[tuple(p)]) for rank, p in enumerate(lists, 1)]
+    if [OZ] not in lists:
+        candidates.append(Candidate.of([OZ], None, oz))
+    best, best_score, source = None, None, "model"
     for passes in lists:
-        r = results[tuple(passes)]
-        if r.ok and (best_count is None or r.instcount < best_count):
-            best, best_count = passes, r.instcount
-    if oz_backup and oz is not None and oz.ok and (best_count is None or oz.instcount < best_count):
-        best, best_count, source = [OZ], oz.instcount, "oz-backup"
-    if best is None:  # nothing compiled and no backup: the input stays as it is
-        best, best_count, source = [], input_count, "input"
-    ir = results[tuple(best)].ir if tuple(best) in results else None
-    return FunctionPrediction(name, input_count, oz.instcount if oz is not None and oz.ok else None, best_count,
-                              list(best), compiled, samples, source, note, ir)
+        score = _score(results[tuple(passes)], metric)
+        if score is not None and (best_score is None or score < best_score):
+            best, best_score = passes, score
+    oz_score = _score(oz, metric)
+    if oz_backup and oz_score is not None and (best_score is None or oz_score < best_score):
+        best, source = [OZ], "oz-backup"
+    if best is None:  # nothing compiled and no backup: the input stays as it is (the no-op result)
+        best, source = [], "input"
+    chosen = results[tuple(best)]
+
+    def value(r: Any, attr: str) -> int | None:
+        return getattr(r, attr) if r is not None and r.ok else None
+
+    return FunctionPrediction(
+        name, value(noop, "instcount"), value(oz, "instcount"), value(chosen, "instcount"), list(best),
+        len({tuple(p) for p in lists} | {(OZ,)}), samples, source, note, chosen.ir if chosen.ok else None,
+        build_pipeline(best, version), value(noop, "objsize"), value(oz, "objsize"), value(chosen, "objsize"),
+        candidates)
 
 
 def predict_many(irs: Sequence[str], strategy: Strategy, n: int, harness: Any, *, oz_backup: bool = True,
-                 names: Sequence[str] | None = None, want_ir: bool = False) -> list[FunctionPrediction]:
+                 names: Sequence[str] | None = None, want_ir: bool = False, prompts: Sequence[str] | None = None,
+                 metric: str = "instcount", on_sampled: Callable[[str], None] | None = None
+                 ) -> list[FunctionPrediction]:
     """Predict every IR (single-function modules): sample each, then verify all candidates in one batch.
 
-    One `evaluate_tasks` call spreads the compilations of all functions over the worker pool.
+    `prompts` (default: `irs`) is what the strategy reads for each IR, e.g. its normalized text;
+    candidates are always measured on `irs`.  `on_sampled(name)` is called after each function is
+    sampled (progress).  One `evaluate_tasks` call spreads the compilations over the worker pool.
     """
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
     names = list(names) if names is not None else [f"f{i}" for i in range(len(irs))]
-    drawn = [_draw(strategy, ir, n) for ir in irs]
+    prompts = list(prompts) if prompts is not None else list(irs)
+    drawn = []
+    for name, prompt in zip(names, prompts, strict=True):
+        drawn.append(_draw(strategy, prompt, n))
+        if on_sampled is not None:
+            on_sampled(name)
     tasks: list[tuple[str, list[str]]] = []
     owners: list[tuple[int, tuple[str, ...]]] = []
     for i, (ir, (samples, _)) in enumerate(zip(irs, drawn, strict=True)):
         # [] = the no-op pipeline: the input count, measured like every other count.
-        lists = [[], *distinct(samples), [OZ]]
-        for passes in {tuple(p): p for p in lists}.values():
+        for passes in {tuple(p): p for p in [[], *distinct(samples), [OZ]]}.values():
             tasks.append((ir, passes))
             owners.append((i, tuple(passes)))
-    measured = harness.evaluate_tasks(tasks, want_ir=want_ir)
+    measured = harness.evaluate_tasks(tasks, want_ir=want_ir, objsize=metric == "objsize")
     per: list[dict[tuple[str, ...], Any]] = [{} for _ in irs]
     for (i, key), result in zip(owners, measured, strict=True):
         per[i][key] = result
-    out = []
-    for i, (samples, note) in enumerate(drawn):
-        results = per[i]
-        noop = results[()]
-        lists = {tuple(p) for p in distinct(samples)} | {(OZ,)}
-        compiled = len(lists)  # distinct candidates incl. -Oz (the input count is not a candidate)
-        out.append(_choose(names[i], samples, note, results, noop.instcount if noop.ok else None, oz_backup,
-                           compiled))
-    return out
+    return [_choose(names[i], samples, note, per[i], oz_backup, metric, harness.version)
+            for i, (samples, note) in enumerate(drawn)]
 
 
 def predict_function(ir: str, strategy: Strategy, n: int, harness: Any, *, oz_backup: bool = True,
-                     name: str = "", want_ir: bool = False) -> FunctionPrediction:
-    """Verify the first `n` samples of `strategy` on `ir` and keep the fewest instructions (docs/interfaces.md)."""
-    return predict_many([ir], strategy, n, harness, oz_backup=oz_backup, names=[name], want_ir=want_ir)[0]
+                     name: str = "", want_ir: bool = False, metric: str = "instcount") -> FunctionPrediction:
+    """Verify the first `n` samples of `strategy` on `ir` and keep the best by `metric` (docs/interfaces.md)."""
+    return predict_many([ir], strategy, n, harness, oz_backup=oz_backup, names=[name], want_ir=want_ir,
+                        metric=metric)[0]
+
+
+def _best_single_list(ir: str, functions: list[FunctionPrediction], harness: Any, oz_backup: bool,
+                      metric: str) -> tuple[list[list[str]], Any, Any, list[str], Any]:
+    """(lists tried, no-op result, -Oz result, best list, its result) for one list on the whole module.
+
+    The lists are the distinct per-function winners (and -Oz with the backup).  With none that
+    compiles, the best list is [] and its result the unchanged module.
+    """
+    winners = distinct([Sample(f.passes, None) for f in functions if f.passes])
+    if oz_backup and [OZ] not in winners:
+        winners.append([OZ])
+    measured = harness.evaluate_many(ir, [[], *winners], want_ir=True, objsize=metric == "objsize")
+    noop, rest = measured[0], measured[1:]
+    best, best_result, best_score = [], noop, None
+    for passes, result in zip(winners, rest, strict=True):
+        score = _score(result, metric)
+        if score is not None and (best_score is None or score < best_score):
+            best, best_result, best_score = passes, result, score
+    # -Oz of the module is always reported; without the backup it just may not be chosen.
+    oz = rest[winners.index([OZ])] if [OZ] in winners else harness.evaluate(ir, [OZ], objsize=metric == "objsize")
+    return winners, noop, oz, best, best_result
+
+
+def _module_bytes(ir: str, out_ir: str | None, harness: Any) -> tuple[int | None, int | None, int | None]:
+    """.text+.data bytes of the input, its -Oz and the written module (None where codegen fails)."""
+    tasks = [(ir, []), (ir, [OZ]), (out_ir if out_ir is not None else ir, [])]
+    return tuple(r.objsize if r.ok else None for r in harness.evaluate_tasks(tasks, objsize=True))  # type: ignore
+
+
+def _bytes_note(p: ModulePrediction) -> str | None:
+    """Say so when fewer instructions than -Oz cost bytes (the instcount metric does not look at size)."""
+    if None in (p.instcount_result, p.instcount_oz, p.objsize_result, p.objsize_oz):
+        return None
+    if p.instcount_result < p.instcount_oz and p.objsize_result > p.objsize_oz:
+        return (f"{p.instcount_oz - p.instcount_result} fewer instructions than -Oz cost "
+                f"{p.objsize_result - p.objsize_oz} bytes (.text+.data {p.objsize_result} vs {p.objsize_oz} "
+                "with -Oz); --metric objsize chooses by bytes")
+    return None
 
 
 def predict_module(ir: str, strategy: Strategy, n: int, harness: Any, *, oz_backup: bool = True,
-                   version: int | None = None) -> ModulePrediction:
+                   version: int | None = None, metric: str = "instcount",
+                   on_function: Callable[[str], None] | None = None) -> ModulePrediction:
     """Predict each defined function of `ir`, then write the module the better way (module docstring).
 
     Single-list mode: the list is chosen among the distinct per-function winners (and -Oz when
-    `oz_backup`) by the instruction count of the whole optimized module.  Per-function mode is
-    tried when the functions' winners differ and kept only if it gives fewer instructions.
+    `oz_backup`) by `metric` on the whole optimized module.  Per-function mode is tried when the
+    functions' winners differ and kept only if it is better by `metric`.  `on_function(name)` is
+    called as each function has been sampled (progress).
     """
     from llmopt.llvm.ir import defined_functions, normalize_ir, split_functions
 
     names = defined_functions(ir)
-    if len(names) == 1:
-        pieces = [(names[0], ir)]
-    else:
-        pieces = list(split_functions(ir, version))
-    functions = predict_many([normalize_ir(m) for _, m in pieces], strategy, n, harness, oz_backup=oz_backup,
-                             names=[name for name, _ in pieces])
+    pieces = [(names[0], ir)] if len(names) == 1 else list(split_functions(ir, version))
+    functions = predict_many([m for _, m in pieces], strategy, n, harness, oz_backup=oz_backup,
+                             names=[name for name, _ in pieces], prompts=[normalize_ir(m) for _, m in pieces],
+                             metric=metric, on_sampled=on_function)
     notes = [f"@{f.name}: {f.note}" for f in functions if f.note]
-    winners = distinct([Sample(f.passes, None) for f in functions if f.passes])
-    if oz_backup and [OZ] not in winners:
-        winners.append([OZ])
-    lists = [[], *winners]
-    results = harness.evaluate_many(ir, lists, want_ir=True)
-    noop, measured = results[0], results[1:]
-    best, best_count, best_ir = [], None, ir
-    for passes, r in zip(winners, measured, strict=True):
-        if r.ok and (best_count is None or r.instcount < best_count):
-            best, best_count, best_ir = passes, r.instcount, r.ir
-    if best_count is None:  # no list compiled: the module stays as it is
-        best_count = noop.instcount
-    # -Oz of the module is always reported; without the backup it just may not be chosen.
-    oz = measured[winners.index([OZ])] if [OZ] in winners else harness.oz(ir)
+    winners, noop, oz, best, chosen = _best_single_list(ir, functions, harness, oz_backup, metric)
     compilations = sum(f.compilations for f in functions) + len(winners)
-    mode = "single-list"
+    mode, out_ir = "single-list", chosen.ir if chosen.ok and chosen.ir is not None else ir
     own = [(f.name, f.passes) for f in functions if f.passes]
     if len(pieces) > 1 and len({tuple(p) for _, p in own}) > 1:  # the functions disagree: try each its own
         spliced = harness.evaluate_per_function(ir, own, want_ir=True)
         compilations += 1
-        if spliced.ok and (best_count is None or spliced.instcount < best_count):
-            best, best_count, best_ir, mode = [], spliced.instcount, spliced.ir, "per-function"
+        if spliced.ok and metric == "objsize":  # the per-function module is measured in bytes as a whole
+            spliced.objsize = harness.evaluate(spliced.ir, [], objsize=True).objsize
+        new_score, old_score = _score(spliced, metric), _score(chosen, metric) if best else None
+        if new_score is not None and (old_score is None or new_score < old_score):
+            best, chosen, out_ir, mode = [], spliced, spliced.ir, "per-function"
         elif not spliced.ok:
             notes.append(f"per-function module failed ({spliced.error}): single list used")
-    return ModulePrediction(functions, noop.instcount, oz.instcount if oz.ok else None, best_count, best,
-                            compilations, best_ir, notes, mode)
+    result = ModulePrediction(
+        functions, noop.instcount, oz.instcount if oz.ok else None, chosen.instcount if chosen.ok else None, best,
+        compilations, out_ir, notes, mode, build_pipeline(best, harness.version) if mode == "single-list" else None,
+        metric)
+    result.objsize_input, result.objsize_oz, result.objsize_result = _module_bytes(ir, out_ir, harness)
+    if metric == "instcount" and (note := _bytes_note(result)):
+        result.notes.append(note)
+    return result

@@ -1,46 +1,84 @@
-"""`llmopt predict FILE.ll` (and `llmopt feedback-data`): model-predicted pass lists, verified by LLVM.
+"""`llmopt predict FILE...` (and `llmopt feedback-data`): model-predicted pass lists, verified by LLVM.
 
-Imports of torch / transformers happen inside the command, after the input has been checked, so
+Every input is read, compiled (C / C++) and checked, and every output place checked, before the
+model loads: a bad input or option is a one-line error (exit 2) that costs no work.  The model and
+the compile workers start once for all inputs.  Imports of torch happen inside the commands, so
 `llmopt --help` and bad-input errors stay fast.
+
+`add_prediction_flags` and `build_strategy` are shared with other commands that predict (llmopt cc).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from llmopt.cli_options import (
+    add_cache_flags,
+    add_json_flag,
+    add_progress_flag,
+    add_workers_flag,
+    nonnegative_int,
+    positive_int,
+    samples_int,
+    temperature_float,
+    top_p_float,
+)
+
 DEFAULT_SAMPLES = 10
+
+
+def add_prediction_flags(p: argparse.ArgumentParser) -> None:
+    """Strategy, sample count, metric and -Oz backup: what `build_strategy` and `predict_module` read."""
+    p.add_argument("--strategy", choices=("greedy", "nucleus", "priority", "random", "coreset"), default="priority")
+    p.add_argument("--samples", "-k", type=samples_int, default=DEFAULT_SAMPLES,
+                   help=f"candidates per function (default {DEFAULT_SAMPLES})")
+    p.add_argument("--metric", choices=("instcount", "objsize"), default="instcount",
+                   help="what the answer minimizes: IR instructions (default) or .text+.data bytes")
+    p.add_argument("--temperature", type=temperature_float, default=1.2, help="nucleus sampling temperature (default 1.2)")
+    p.add_argument("--top-p", type=top_p_float, default=0.95, help="nucleus sampling top-p in (0, 1] (default 0.95)")
+    p.add_argument("--max-branch", type=positive_int, help="Priority Sampling: alternatives pushed per token")
+    p.add_argument("--priority", choices=("prefix", "geometric", "token"), default="prefix",
+                   help="Priority Sampling queue order (default: prefix probability)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--feedback", choices=("fast", "short", "long"), help="add compiler-feedback rounds (thesis ch. 5)")
+    p.add_argument("--rounds", type=nonnegative_int, default=2, help="feedback rounds (default 2)")
+    p.add_argument("--model", help="model directory (default: the shipped model)")
+    p.add_argument("--data", help="dataset directory for --strategy coreset (its train split)")
+    p.add_argument("--no-oz-backup", action="store_true", help="keep the best model answer even if -Oz is better")
 
 
 def add_parser(subparsers: Any) -> None:
     """Register `predict` and `feedback-data`; each `func(args)` returns an exit code."""
     p = subparsers.add_parser(
-        "predict", help="predict a pass list with the model, verify it with LLVM, write the optimized IR",
-        description="Sample candidate pass lists from the model, compile each distinct one, keep the fewest "
-                    "instructions (never worse than -Oz unless --no-oz-backup). A module with several functions "
-                    "is predicted per function; the written module is optimized with the single per-function "
-                    "winner (or -Oz) that gives the fewest instructions on the whole module.")
-    p.add_argument("file", help="LLVM IR (.ll) or bitcode (.bc)")
-    p.add_argument("-o", "--output", help="write the optimized module here")
-    p.add_argument("--strategy", choices=("greedy", "nucleus", "priority", "random", "coreset"), default="priority")
-    p.add_argument("--samples", "-k", type=int, default=DEFAULT_SAMPLES, help="candidates per function (default 10)")
-    p.add_argument("--temperature", type=float, default=1.2, help="nucleus sampling temperature (default 1.2)")
-    p.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling top-p (default 0.95)")
-    p.add_argument("--max-branch", type=int, help="Priority Sampling: alternatives pushed per token")
-    p.add_argument("--priority", choices=("prefix", "geometric", "token"), default="prefix",
-                   help="Priority Sampling queue order (default: prefix probability)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--feedback", choices=("fast", "short", "long"), help="add compiler-feedback rounds (thesis ch. 5)")
-    p.add_argument("--rounds", type=int, default=2, help="feedback rounds (default 2)")
-    p.add_argument("--model", help="model directory (default: the shipped model)")
-    p.add_argument("--data", help="dataset directory for --strategy coreset (its train split)")
-    p.add_argument("--no-oz-backup", action="store_true", help="keep the best model answer even if -Oz is better")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
-    p.add_argument("--workers", type=int, default=2, help="compile workers (default 2)")
-    p.add_argument("--json", action="store_true")
+        "predict", help="predict pass lists with the model, verify them with LLVM, write the optimized IR",
+        description="Sample candidate pass lists from the model for each function, compile each distinct one, keep "
+                    "the best by --metric (never worse than -Oz unless --no-oz-backup), and print the `opt -passes=` "
+                    "pipeline that reproduces each count. Inputs: .ll / .bc files, C / C++ files (compiled like the "
+                    "-Oz baseline), directories (their such files, sorted) and `-` (IR on stdin).")
+    p.add_argument("files", nargs="+", metavar="FILE", help="LLVM IR (.ll), bitcode (.bc), C/C++, a directory, or -")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("-o", "--output", metavar="FILE",
+                     help="write the optimized module here (one input only; `-` = stdout, the report then goes "
+                          "to stderr)")
+    out.add_argument("--output-dir", metavar="DIR", help="write DIR/<input stem>.opt.ll for every input")
+    add_prediction_flags(p)
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                   help="C/C++ inputs: include directory")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="C/C++ inputs: macro")
+    p.add_argument("--cflags", default="", help="C/C++ inputs: more clang flags, one string (e.g. \"-std=gnu11\")")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show each function's ranked candidates (pass list, count, error); in JSON: `candidates`")
+    add_workers_flag(p, 2)
+    add_cache_flags(p)
+    add_progress_flag(p)
+    add_json_flag(p)
     p.set_defaults(func=run_predict)
 
     f = subparsers.add_parser(
@@ -52,7 +90,11 @@ def add_parser(subparsers: Any) -> None:
     f.add_argument("--model", help="base model directory (default: the shipped model)")
     f.add_argument("--format", choices=("fast", "short", "long"), default="fast")
     f.add_argument("--splits", default="train,validation", help="splits to convert (default train,validation)")
-    f.add_argument("--limit", type=int, help="at most this many rows per split")
+    f.add_argument("--limit", type=positive_int, help="at most this many rows per split")
+    add_workers_flag(f, 2)
+    add_cache_flags(f)
+    add_progress_flag(f)
+    add_json_flag(f)
     f.set_defaults(func=run_feedback_data)
 
 
@@ -69,7 +111,7 @@ def _load_lm(path: str | None) -> Any:
 
 
 def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, str | None]:
-    """(strategy, model directory or None) for the parsed CLI arguments."""
+    """(strategy, model directory or None) for arguments declared by `add_prediction_flags`."""
     from llmopt.errors import UsageError
     from llmopt.sampling import make_strategy
 
@@ -99,75 +141,135 @@ def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, 
     return strategy, model
 
 
-def run_predict(args: argparse.Namespace) -> int:
+def _cache_choice(args: argparse.Namespace) -> bool | str:
+    """The Harness `cache` argument for add_cache_flags' --cache FILE / --no-cache."""
+    return False if args.no_cache else (args.cache or True)
+
+
+def _cflags(args: argparse.Namespace) -> list[str]:
     from llmopt.errors import UsageError
-    from llmopt.inputs import prepare_input
 
-    if args.output and Path(args.output).is_dir():
-        raise UsageError(f"{args.output}: is a directory, expected a file name for the optimized IR")
-    ir, notes = prepare_input(args.file)
+    try:
+        extra = shlex.split(args.cflags)
+    except ValueError as err:
+        raise UsageError(f"--cflags: {err}") from None
+    return [*(f"-I{d}" for d in args.include_dirs), *(f"-D{d}" for d in args.defines), *extra]
+
+
+@contextmanager
+def _progress(enabled: bool, total: int):
+    """A function-count bar on stderr (only on a terminal), or None."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    with tqdm(total=total, unit="fn", desc="predict", file=sys.stderr, leave=False) as bar:
+        yield bar
+
+
+def _about(args: argparse.Namespace, model: str | None, version: int) -> str:
+    feedback = f" + {args.feedback} feedback x{args.rounds}" if args.feedback else ""
+    return (f"strategy {args.strategy}@{args.samples}{feedback}; metric {args.metric}; "
+            f"{'model ' + model + '; ' if model else ''}LLVM {version}")
+
+
+def _notes(inp: Any, result: Any) -> list[str]:
+    """The input's notes, the prediction's, and why the module line is not the sum of the rows."""
+    from llmopt.llvm.ir import defined_functions
+    from llmopt.predict_report import count_note
+
+    removed = [f.name for f in result.functions if f.name not in set(defined_functions(result.ir or ""))]
+    note = count_note(result, removed)
+    return [*inp.notes, *result.notes, *([note] if note else [])]
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    from llmopt.llvm.ir import defined_functions
+    from llmopt.predict_inputs import expand_inputs, load_input, plan_outputs
+
+    paths = expand_inputs(args.files)
+    outputs = plan_outputs(paths, args.output, args.output_dir)  # before any work: a bad -o costs nothing
+    cflags = _cflags(args)
+    inputs = [load_input(path, cflags) for path in paths]
+    report = sys.stderr if args.output == "-" else sys.stdout  # `-o -`: stdout carries the IR
     from llmopt.harness import Harness
-    from llmopt.predict import predict_module
 
-    with Harness(workers=args.workers, cache=not args.no_cache) as harness:
+    total = sum(len(defined_functions(inp.ir)) for inp in inputs)
+    with Harness(workers=args.workers, cache=_cache_choice(args)) as harness, \
+            _progress(not args.no_progress, total) as bar:
         harness.pool.start()  # workers start up while the model loads
         strategy, model = build_strategy(args, harness)
-        result = predict_module(ir, strategy, args.samples, harness, oz_backup=not args.no_oz_backup)
-        version = harness.version
-    notes += result.notes
-    if args.output:
-        Path(args.output).write_text(result.ir or "")
-    if args.json:
-        print(json.dumps({
-            "functions": [f.to_json() for f in result.functions],
-            "instcount_input": result.instcount_input, "instcount_oz": result.instcount_oz,
-            "instcount_result": result.instcount_result, "passes": result.passes, "module_mode": result.mode,
-            "compilations": result.compilations, "strategy": args.strategy, "samples": args.samples,
-            "feedback": args.feedback, "llvm_version": version, "model": model, "notes": notes,
-        }))
-        return 0
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    _print_table(result, args, model)
+        about = _about(args, model, harness.version)
+
+        def emit(line: str) -> None:
+            if bar is not None:
+                bar.write(line, file=report)
+            else:
+                print(line, file=report, flush=True)
+
+        if not args.json:
+            emit(f"llmopt predict: {len(inputs)} input{'s' if len(inputs) != 1 else ''}; {about}")
+        results = [_predict_one(args, inp, out, strategy, harness, bar, emit, model, i == 0)
+                   for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True))]
+    if not args.json and len(results) > 1:
+        from llmopt.predict_report import total_line
+
+        print(f"\n{total_line(results)}", file=report)
     return 0
 
 
-def _saving(oz: int | None, res: int | None) -> str:
-    if not oz or res is None:
-        return ""
-    return f"{100.0 * (oz - res) / oz:+.1f}%"
+def _predict_one(args: argparse.Namespace, inp: Any, output: str | None, strategy: Any, harness: Any, bar: Any,
+                 emit: Any, model: str | None, first: bool) -> Any:
+    """Predict one input, write its module, report it; returns its ModulePrediction."""
+    from llmopt.predict import predict_module
+    from llmopt.predict_inputs import write_output
+    from llmopt.predict_report import render_text, to_json
 
-
-def _print_table(result: Any, args: argparse.Namespace, model: str | None) -> None:
-    rows = [(f.name, f.instcount_input, f.instcount_oz, f.instcount_result, _saving(f.instcount_oz, f.instcount_result),
-             ",".join(f.passes) + ("  (-Oz backup)" if f.source == "oz-backup" else "")) for f in result.functions]
-    width = max([8, *(len(r[0]) for r in rows)])
-    print(f"{'function':<{width}}  {'input':>6}  {'-Oz':>6}  {'result':>6}  {'vs -Oz':>7}  passes")
-    for name, inp, oz, res, saving, passes in rows:
-        print(f"{name:<{width}}  {inp if inp is not None else '?':>6}  {oz if oz is not None else '?':>6}  "
-              f"{res if res is not None else '?':>6}  {saving:>7}  {passes}")
-    module_passes = ",".join(result.passes) if result.mode == "single-list" else "(each function its own list)"
-    print(f"{'module':<{width}}  {result.instcount_input:>6}  {result.instcount_oz:>6}  {result.instcount_result:>6}  "
-          f"{_saving(result.instcount_oz, result.instcount_result):>7}  {module_passes}")
-    saved = (result.instcount_oz or 0) - (result.instcount_result or 0)
-    print(f"saving over -Oz: {saved} instructions ({_saving(result.instcount_oz, result.instcount_result) or '0%'}); "
-          f"{result.compilations} compilations; strategy {args.strategy}@{args.samples}"
-          + (f" + {args.feedback} feedback x{args.rounds}" if args.feedback else "")
-          + (f"; model {model}" if model else ""))
-    print(f"module answer ({result.mode}): the fewer instructions of one list for the whole module (the best of "
-          "the per-function winners and -Oz) and each function optimized with its own list")
+    if bar is not None:
+        bar.set_description(Path(inp.name).name[:30])
+    result = predict_module(inp.ir, strategy, args.samples, harness, oz_backup=not args.no_oz_backup,
+                            metric=args.metric, on_function=(lambda _name: bar.update(1)) if bar else None)
+    if output is not None:
+        write_output(output, result.ir if result.ir is not None else inp.ir)
+    notes = _notes(inp, result)
+    if args.json:
+        emit(json.dumps(to_json(result, notes=notes, verbose=args.verbose, input=inp.path, output=output,
+                                strategy=args.strategy, samples=args.samples, feedback=args.feedback,
+                                llvm_version=harness.version, model=model)))
+    else:
+        lines = render_text(result, name=inp.name + (f" -> {output}" if output not in (None, "-") else ""),
+                            notes=notes, verbose=args.verbose)
+        emit(("" if first else "\n") + "\n".join(lines))
+    return result
 
 
 def run_feedback_data(args: argparse.Namespace) -> int:
     from llmopt.errors import UsageError
-    from llmopt.feedback import write_feedback_dataset
+    from llmopt.feedback import check_split, write_feedback_dataset
+
+    data = Path(args.data)
+    if not data.is_dir():
+        raise UsageError(f"{args.data}: no such dataset directory")
+    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
+    if not splits:
+        raise UsageError("--splits names no split (e.g. --splits train,validation)")
+    have = sorted(p.stem for p in data.glob("*.parquet"))
+    for split in splits:
+        if split not in have:
+            raise UsageError(f"{args.data}: no split {split!r} (has: {', '.join(have) or 'no .parquet files'})")
+        check_split(data / f"{split}.parquet")  # a bad file fails here, before the model loads
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{args.out}: exists and is not a directory")
     from llmopt.harness import Harness
 
-    if not Path(args.data).is_dir():
-        raise UsageError(f"{args.data}: no such dataset directory")
     lm = _load_lm(args.model)
-    with Harness() as harness:
-        out = write_feedback_dataset(lm, args.data, args.out, harness, fmt=args.format,
-                                     splits=args.splits.split(","), limit=args.limit)
-    print(f"feedback dataset written to {out}")
+    with Harness(workers=args.workers, cache=_cache_choice(args)) as harness:
+        counts = write_feedback_dataset(lm, data, out, harness, form=args.format, splits=splits, limit=args.limit,
+                                        progress=not args.no_progress and sys.stderr.isatty())
+    if args.json:
+        print(json.dumps({"out": str(out), "rows": counts, "format": args.format, "model": lm.path}))
+    else:
+        print(f"feedback dataset written to {out}: " + ", ".join(f"{s} {n} rows" for s, n in counts.items()))
     return 0
