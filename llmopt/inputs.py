@@ -81,18 +81,15 @@ def check_ir(ir: str, name: str) -> None:
     from llmopt.llvm.capi import Context, LLVMError
     from llmopt.llvm.ir import defined_functions
 
-    ctx = Context()
-    try:
-        module = ctx.parse(ir)
-    except LLVMError as err:
-        raise UsageError(f"{name}: malformed LLVM IR: {one_line(err)}") from None
-    else:
-        problem = module.verify()
-        module.dispose()
-        if problem:
-            raise UsageError(f"{name}: invalid LLVM IR (the verifier rejects it): {one_line(problem)}")
-    finally:
-        ctx.dispose()
+    with Context() as ctx:
+        try:
+            module = ctx.parse(ir)
+        except LLVMError as err:
+            raise UsageError(f"{name}: malformed LLVM IR: {one_line(err)}") from None
+        with module:
+            problem = module.verify()
+    if problem:
+        raise UsageError(f"{name}: invalid LLVM IR (the verifier rejects it): {one_line(problem)}")
     if not defined_functions(ir):
         raise UsageError(f"{name}: no function definitions to optimize")
 

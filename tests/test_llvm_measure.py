@@ -65,3 +65,21 @@ def test_llvmlite_cross_check(corpus):
     ctx = Context()
     for ir in corpus:
         assert llvmlite_counts.instcount_by_function(ir) == ctx.parse(ir).instcount_by_function()
+
+
+def test_handles_close_once_and_functions_are_typed(example_ir):
+    with Context() as ctx:
+        with ctx.parse(example_ir) as module:
+            defined = [fn for fn in module.functions() if not fn.is_declaration]
+            assert {fn.name for fn in defined} == set(module.instcount_by_function())
+            fn = module.function(defined[0].name)
+            assert fn is not None and module.function("no_such_function") is None
+            was = fn.has_attr("noinline")
+            fn.add_attr("noinline")
+            assert fn.has_attr("noinline")
+            if not was:
+                fn.remove_attr("noinline")
+                assert not fn.has_attr("noinline")
+        assert module.closed
+        module.close()  # a second close does nothing
+    assert ctx.closed

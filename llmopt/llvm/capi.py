@@ -1,6 +1,8 @@
 """A thin ctypes binding to the libLLVM C API: parse, clone, run passes, count, print.
 
-Every handle is owned by one small class with explicit disposal (llvmlite.binding style).
+Shaped like llvmlite.binding: Context, Module and TargetMachine own their LLVM object and free it
+with `close()` or a `with` block; a Function is a typed, borrowed view of one function of a Module
+(no raw pointers above this module); each class declares the C prototypes it uses next to itself.
 A fatal LLVM error (an abort inside a pass) kills the calling process, so outside of tests
 this module is used only inside the harness's worker processes.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import platform
+from collections.abc import Iterator
 from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
 
 from llmopt.llvm.toolchain import ToolchainError, find_toolchain
@@ -29,45 +32,7 @@ def load_library(version: int | None = None) -> ctypes.CDLL:
     if toolchain.libllvm is None:
         raise ToolchainError(f"libLLVM {toolchain.version} not found: `apt-get install llvm-{toolchain.version}`")
     lib = ctypes.CDLL(str(toolchain.libllvm))
-    sig = {
-        "LLVMContextCreate": ([], c_void_p),
-        "LLVMContextDispose": ([c_void_p], None),
-        "LLVMCreateMemoryBufferWithMemoryRangeCopy": ([c_char_p, c_size_t, c_char_p], c_void_p),
-        "LLVMParseIRInContext": ([c_void_p, c_void_p, POINTER(c_void_p), POINTER(c_char_p)], c_int),
-        "LLVMCloneModule": ([c_void_p], c_void_p),
-        "LLVMDisposeModule": ([c_void_p], None),
-        "LLVMPrintModuleToString": ([c_void_p], c_void_p),
-        "LLVMDisposeMessage": ([c_void_p], None),
-        "LLVMGetFirstFunction": ([c_void_p], c_void_p),
-        "LLVMGetNextFunction": ([c_void_p], c_void_p),
-        "LLVMIsDeclaration": ([c_void_p], c_int),
-        "LLVMGetFirstBasicBlock": ([c_void_p], c_void_p),
-        "LLVMGetNextBasicBlock": ([c_void_p], c_void_p),
-        "LLVMGetFirstInstruction": ([c_void_p], c_void_p),
-        "LLVMGetNextInstruction": ([c_void_p], c_void_p),
-        "LLVMGetValueName2": ([c_void_p, POINTER(c_size_t)], c_void_p),
-        "LLVMVerifyModule": ([c_void_p, c_int, POINTER(c_void_p)], c_int),
-        "LLVMCreatePassBuilderOptions": ([], c_void_p),
-        "LLVMDisposePassBuilderOptions": ([c_void_p], None),
-        "LLVMRunPasses": ([c_void_p, c_char_p, c_void_p, c_void_p], c_void_p),
-        "LLVMGetErrorMessage": ([c_void_p], c_void_p),
-        "LLVMDisposeErrorMessage": ([c_void_p], None),
-        "LLVMGetTarget": ([c_void_p], c_char_p),
-        "LLVMGetDefaultTargetTriple": ([], c_void_p),
-        "LLVMGetTargetFromTriple": ([c_char_p, POINTER(c_void_p), POINTER(c_char_p)], c_int),
-        "LLVMCreateTargetMachine": ([c_void_p, c_char_p, c_char_p, c_char_p, c_int, c_int, c_int], c_void_p),
-        "LLVMDisposeTargetMachine": ([c_void_p], None),
-        "LLVMTargetMachineEmitToMemoryBuffer": ([c_void_p, c_void_p, c_int, POINTER(c_char_p), POINTER(c_void_p)], c_int),
-        "LLVMGetBufferStart": ([c_void_p], c_void_p),
-        "LLVMGetBufferSize": ([c_void_p], c_size_t),
-        "LLVMDisposeMemoryBuffer": ([c_void_p], None),
-        "LLVMGetNamedFunction": ([c_void_p, c_char_p], c_void_p),
-        "LLVMGetEnumAttributeKindForName": ([c_char_p, c_size_t], c_uint),
-        "LLVMCreateEnumAttribute": ([c_void_p, c_uint, c_uint64], c_void_p),
-        "LLVMGetEnumAttributeAtIndex": ([c_void_p, c_uint, c_uint], c_void_p),
-        "LLVMAddAttributeAtIndex": ([c_void_p, c_uint, c_void_p], None),
-        "LLVMRemoveEnumAttributeAtIndex": ([c_void_p, c_uint, c_uint], None),
-    }
+    sig = {**Context.PROTOTYPES, **TargetMachine.PROTOTYPES, **Module.PROTOTYPES, **Function.PROTOTYPES}
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, res
@@ -81,6 +46,32 @@ def load_library(version: int | None = None) -> ctypes.CDLL:
     return lib
 
 
+class _Handle:
+    """An owned LLVM object: `close()` frees it once (later calls do nothing); `with` closes it."""
+
+    handle: int | None
+
+    def _free(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self.handle:
+            self._free()
+            self.handle = None
+
+    dispose = close  # the C API's word, kept for older callers
+
+    @property
+    def closed(self) -> bool:
+        return not self.handle
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def _take_message(lib: ctypes.CDLL, ptr: int | None) -> str:
     if not ptr:
         return ""
@@ -89,8 +80,15 @@ def _take_message(lib: ctypes.CDLL, ptr: int | None) -> str:
     return text
 
 
-class TargetMachine:
+class TargetMachine(_Handle):
     """The host TargetMachine with opt's defaults (empty CPU and features) so counts match `opt`."""
+
+    PROTOTYPES = {
+        "LLVMGetDefaultTargetTriple": ([], c_void_p),
+        "LLVMGetTargetFromTriple": ([c_char_p, POINTER(c_void_p), POINTER(c_char_p)], c_int),
+        "LLVMCreateTargetMachine": ([c_void_p, c_char_p, c_char_p, c_char_p, c_int, c_int, c_int], c_void_p),
+        "LLVMDisposeTargetMachine": ([c_void_p], None),
+    }
 
     def __init__(self, lib: ctypes.CDLL, triple: str | None = None):
         self._lib = lib
@@ -103,14 +101,20 @@ class TargetMachine:
         self.handle = lib.LLVMCreateTargetMachine(target, triple.encode(), b"", b"", 2, 0, 0)
         self.triple = triple
 
-    def dispose(self) -> None:
-        if self.handle:
-            self._lib.LLVMDisposeTargetMachine(self.handle)
-            self.handle = None
+    def _free(self) -> None:
+        self._lib.LLVMDisposeTargetMachine(self.handle)
 
 
-class Context:
-    """An LLVMContext; modules parsed in it die with it."""
+class Context(_Handle):
+    """An LLVMContext; modules parsed in it die with it (`with Context() as ctx:`)."""
+
+    PROTOTYPES = {
+        "LLVMContextCreate": ([], c_void_p),
+        "LLVMContextDispose": ([c_void_p], None),
+        "LLVMCreateMemoryBufferWithMemoryRangeCopy": ([c_char_p, c_size_t, c_char_p], c_void_p),
+        "LLVMParseIRInContext": ([c_void_p, c_void_p, POINTER(c_void_p), POINTER(c_char_p)], c_int),
+        "LLVMDisposeMessage": ([c_void_p], None),
+    }
 
     def __init__(self, version: int | None = None):
         self.lib = load_library(version)
@@ -132,16 +136,34 @@ class Context:
             self._targets[triple] = TargetMachine(self.lib, triple or None)
         return self._targets[triple]
 
-    def dispose(self) -> None:
+    def _free(self) -> None:
         for tm in self._targets.values():
-            tm.dispose()
-        if self.handle:
-            self.lib.LLVMContextDispose(self.handle)
-            self.handle = None
+            tm.close()
+        self.lib.LLVMContextDispose(self.handle)
 
 
-class Module:
-    """One parsed module (owned; `dispose()` frees it)."""
+class Module(_Handle):
+    """One parsed module (owned; `close()` or `with` frees it before its context goes)."""
+
+    PROTOTYPES = {
+        "LLVMCloneModule": ([c_void_p], c_void_p),
+        "LLVMDisposeModule": ([c_void_p], None),
+        "LLVMPrintModuleToString": ([c_void_p], c_void_p),
+        "LLVMGetFirstFunction": ([c_void_p], c_void_p),
+        "LLVMGetNextFunction": ([c_void_p], c_void_p),
+        "LLVMVerifyModule": ([c_void_p, c_int, POINTER(c_void_p)], c_int),
+        "LLVMCreatePassBuilderOptions": ([], c_void_p),
+        "LLVMDisposePassBuilderOptions": ([c_void_p], None),
+        "LLVMRunPasses": ([c_void_p, c_char_p, c_void_p, c_void_p], c_void_p),
+        "LLVMGetErrorMessage": ([c_void_p], c_void_p),
+        "LLVMDisposeErrorMessage": ([c_void_p], None),
+        "LLVMGetTarget": ([c_void_p], c_char_p),
+        "LLVMTargetMachineEmitToMemoryBuffer": ([c_void_p, c_void_p, c_int, POINTER(c_char_p), POINTER(c_void_p)], c_int),
+        "LLVMGetBufferStart": ([c_void_p], c_void_p),
+        "LLVMGetBufferSize": ([c_void_p], c_size_t),
+        "LLVMDisposeMemoryBuffer": ([c_void_p], None),
+        "LLVMGetNamedFunction": ([c_void_p, c_char_p], c_void_p),
+    }
 
     def __init__(self, context: Context, handle: int):
         self.context, self.lib, self.handle = context, context.lib, handle
@@ -168,58 +190,21 @@ class Module:
             self.lib.LLVMDisposeErrorMessage(msg_ptr)
             raise LLVMError(message)
 
-    def functions(self):
+    def functions(self) -> Iterator[Function]:
         fn = self.lib.LLVMGetFirstFunction(self.handle)
         while fn:
-            yield fn
+            yield Function(self, fn)
             fn = self.lib.LLVMGetNextFunction(fn)
 
-    def function_name(self, fn: int) -> str:
-        size = c_size_t()
-        ptr = self.lib.LLVMGetValueName2(fn, byref(size))
-        return ctypes.string_at(ptr, size.value).decode(errors="replace")
-
-    def function(self, name: str) -> int | None:
-        """The handle of function `name`, or None (look functions up by name again after passes ran:
-        a pass may have deleted one)."""
-        return self.lib.LLVMGetNamedFunction(self.handle, name.encode()) or None
-
-    def is_declaration(self, fn: int) -> bool:
-        return bool(self.lib.LLVMIsDeclaration(fn))
-
-    def _attr_kind(self, name: str) -> int:
-        kind = self.lib.LLVMGetEnumAttributeKindForName(name.encode(), len(name))
-        if not kind:
-            raise LLVMError(f"unknown attribute {name!r}")
-        return kind
-
-    def has_fn_attr(self, fn: int, name: str) -> bool:
-        return bool(self.lib.LLVMGetEnumAttributeAtIndex(fn, _FUNCTION_INDEX, self._attr_kind(name)))
-
-    def add_fn_attr(self, fn: int, name: str) -> None:
-        attr = self.lib.LLVMCreateEnumAttribute(self.context.handle, self._attr_kind(name), 0)
-        self.lib.LLVMAddAttributeAtIndex(fn, _FUNCTION_INDEX, attr)
-
-    def remove_fn_attr(self, fn: int, name: str) -> None:
-        self.lib.LLVMRemoveEnumAttributeAtIndex(fn, _FUNCTION_INDEX, self._attr_kind(name))
+    def function(self, name: str) -> Function | None:
+        """Function `name`, or None (look functions up by name again after passes ran: a pass may
+        have deleted one, and its old handle then dangles)."""
+        fn = self.lib.LLVMGetNamedFunction(self.handle, name.encode())
+        return Function(self, fn) if fn else None
 
     def instcount_by_function(self) -> dict[str, int]:
         """Instructions per defined function (LLVM's instcount definition)."""
-        lib = self.lib
-        counts = {}
-        for fn in self.functions():
-            if lib.LLVMIsDeclaration(fn):
-                continue
-            n = 0
-            bb = lib.LLVMGetFirstBasicBlock(fn)
-            while bb:
-                inst = lib.LLVMGetFirstInstruction(bb)
-                while inst:
-                    n += 1
-                    inst = lib.LLVMGetNextInstruction(inst)
-                bb = lib.LLVMGetNextBasicBlock(bb)
-            counts[self.function_name(fn)] = n
-        return counts
+        return {fn.name: fn.instcount() for fn in self.functions() if not fn.is_declaration}
 
     def instcount(self) -> int:
         return sum(self.instcount_by_function().values())
@@ -251,7 +236,63 @@ class Module:
     def to_string(self) -> str:
         return _take_message(self.lib, self.lib.LLVMPrintModuleToString(self.handle))
 
-    def dispose(self) -> None:
-        if self.handle:
-            self.lib.LLVMDisposeModule(self.handle)
-            self.handle = None
+    def _free(self) -> None:
+        self.lib.LLVMDisposeModule(self.handle)
+
+
+class Function:
+    """A function of a Module (borrowed: valid while the module lives and no pass deleted it)."""
+
+    PROTOTYPES = {
+        "LLVMIsDeclaration": ([c_void_p], c_int),
+        "LLVMGetValueName2": ([c_void_p, POINTER(c_size_t)], c_void_p),
+        "LLVMGetFirstBasicBlock": ([c_void_p], c_void_p),
+        "LLVMGetNextBasicBlock": ([c_void_p], c_void_p),
+        "LLVMGetFirstInstruction": ([c_void_p], c_void_p),
+        "LLVMGetNextInstruction": ([c_void_p], c_void_p),
+        "LLVMGetEnumAttributeKindForName": ([c_char_p, c_size_t], c_uint),
+        "LLVMCreateEnumAttribute": ([c_void_p, c_uint, c_uint64], c_void_p),
+        "LLVMGetEnumAttributeAtIndex": ([c_void_p, c_uint, c_uint], c_void_p),
+        "LLVMAddAttributeAtIndex": ([c_void_p, c_uint, c_void_p], None),
+        "LLVMRemoveEnumAttributeAtIndex": ([c_void_p, c_uint, c_uint], None),
+    }
+
+    def __init__(self, module: Module, handle: int):
+        self.module, self.lib, self.handle = module, module.lib, handle
+
+    @property
+    def name(self) -> str:
+        size = c_size_t()
+        ptr = self.lib.LLVMGetValueName2(self.handle, byref(size))
+        return ctypes.string_at(ptr, size.value).decode(errors="replace")
+
+    @property
+    def is_declaration(self) -> bool:
+        return bool(self.lib.LLVMIsDeclaration(self.handle))
+
+    def instcount(self) -> int:
+        lib, n = self.lib, 0
+        bb = lib.LLVMGetFirstBasicBlock(self.handle)
+        while bb:
+            inst = lib.LLVMGetFirstInstruction(bb)
+            while inst:
+                n += 1
+                inst = lib.LLVMGetNextInstruction(inst)
+            bb = lib.LLVMGetNextBasicBlock(bb)
+        return n
+
+    def _attr_kind(self, name: str) -> int:
+        kind = self.lib.LLVMGetEnumAttributeKindForName(name.encode(), len(name))
+        if not kind:
+            raise LLVMError(f"unknown attribute {name!r}")
+        return kind
+
+    def has_attr(self, name: str) -> bool:
+        return bool(self.lib.LLVMGetEnumAttributeAtIndex(self.handle, _FUNCTION_INDEX, self._attr_kind(name)))
+
+    def add_attr(self, name: str) -> None:
+        attr = self.lib.LLVMCreateEnumAttribute(self.module.context.handle, self._attr_kind(name), 0)
+        self.lib.LLVMAddAttributeAtIndex(self.handle, _FUNCTION_INDEX, attr)
+
+    def remove_attr(self, name: str) -> None:
+        self.lib.LLVMRemoveEnumAttributeAtIndex(self.handle, _FUNCTION_INDEX, self._attr_kind(name))

@@ -25,16 +25,16 @@ def _freeze_all_but(module: Module, keep: str) -> dict[str, dict[str, bool]]:
     """Freeze every defined function except `keep`; returns {name: {attribute: was present}}."""
     saved = {}
     for fn in list(module.functions()):
-        name = module.function_name(fn)
-        if name == keep or module.is_declaration(fn):
+        name = fn.name
+        if name == keep or fn.is_declaration:
             continue
-        had = {attr: module.has_fn_attr(fn, attr) for attr in (*_CONFLICTING, *_FREEZE)}
+        had = {attr: fn.has_attr(attr) for attr in (*_CONFLICTING, *_FREEZE)}
         for attr in _CONFLICTING:
             if had[attr]:
-                module.remove_fn_attr(fn, attr)
+                fn.remove_attr(attr)
         for attr in _FREEZE:
             if not had[attr]:
-                module.add_fn_attr(fn, attr)
+                fn.add_attr(attr)
         saved[name] = had
     return saved
 
@@ -47,10 +47,10 @@ def _thaw(module: Module, saved: dict[str, dict[str, bool]]) -> None:
             continue
         for attr in _FREEZE:
             if not had[attr]:
-                module.remove_fn_attr(fn, attr)
+                fn.remove_attr(attr)
         for attr in _CONFLICTING:
             if had[attr]:
-                module.add_fn_attr(fn, attr)
+                fn.add_attr(attr)
 
 
 def run_per_function(module: Module, pipelines: Sequence[tuple[str, str]]) -> None:
