@@ -114,6 +114,7 @@ def _version() -> int:
 
 
 # Subcommands owned by other packages: (module, description). Each module has add_parser(subparsers).
+RAW_COMMANDS = ("cc", "c++")  # wrappers whose every later argument belongs to clang (llmopt.cc_cli)
 _PLUGINS = ("llmopt.predict_cli", "llmopt.cc_cli", "llmopt.cache_cli", "data_pipeline.cli", "training.cli", "eval.cli", "llmopt.loops.cli")
 
 
@@ -131,7 +132,7 @@ def split_global_options(argv: list[str]) -> tuple[list[str], int | None, bool]:
     rest, version, debug, i = [], None, False, 0
     while i < len(argv):
         arg = argv[i]
-        if arg == "--":
+        if arg == "--" or (not rest and arg in RAW_COMMANDS):  # `llmopt cc ARGS`: ARGS are all clang's
             rest += argv[i:]
             break
         if arg == "--debug":
@@ -193,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         argv, llvm_version, debug = split_global_options(argv)
         if llvm_version:  # must be known before anything looks up the toolchain
             os.environ["LLMOPT_LLVM_VERSION"] = str(llvm_version)
+        if argv and argv[0] in RAW_COMMANDS:  # straight to clang's arguments, without building every parser
+            from llmopt.cc_cli import run_raw
+
+            return run_raw(argv[0], argv[1:])
         args = build_parser().parse_args(argv)
         args.debug = debug
         return int(args.func(args) or 0)

@@ -1,0 +1,179 @@
+"""`llmopt cc`: a real make build of a small C project through the wrapper (real clang-19, real model),
+its summary, the answer cache on a rebuild, clang's own errors, fallbacks and pass-through calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmopt.cc_args import classify, codegen_args, fallback_args, frontend_args
+from llmopt.cc_store import AnswerCache
+from llmopt.llvm.toolchain import find_toolchain
+
+LLMOPT = [shutil.which("llmopt")] if shutil.which("llmopt") else [sys.executable, "-m", "llmopt"]
+EXPECTED = "hello gcd=12 squares=385 vowels=4 mvll\n"
+FILES = {
+    "include/util.h": "int gcd(int a, int b);\nlong sum_squares(int n);\nvoid reverse(char *s);\n"
+                      "int count_vowels(const char *s);\n",
+    "main.c": '#include <stdio.h>\n#include "util.h"\nint main(void) {\n  char word[] = "llvm";\n  reverse(word);\n'
+              '  printf("%s gcd=%d squares=%ld vowels=%d %s\\n", GREETING, gcd(84, 36), sum_squares(10),\n'
+              '         count_vowels("optimizer"), word);\n  return 0;\n}\n',
+    "mathutil.c": '#include "util.h"\nint gcd(int a, int b) { while (b) { int t = a % b; a = b; b = t; } return a; }\n'
+                  "long sum_squares(int n) { long s = 0; for (int i = 1; i <= n; i++) s += (long)i * i; return s; }\n",
+    "strutil.c": '#include <string.h>\n#include "util.h"\nvoid reverse(char *s) {\n  for (size_t i = 0, j = strlen(s); '
+                 "i + 1 < j; i++, j--) { char t = s[i]; s[i] = s[j - 1]; s[j - 1] = t; }\n}\n"
+                 "int count_vowels(const char *s) {\n  int n = 0;\n  for (; *s; s++) n += strchr(\"aeiou\", *s) != 0;\n"
+                 "  return n;\n}\n",
+    "Makefile": "CFLAGS = -O2 -g -Wall -Iinclude -DGREETING='\"hello\"'\nOBJS = main.o mathutil.o strutil.o\n"
+                "prog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n%.o: %.c\n\t$(CC) $(CFLAGS) -MMD -MP -c $< -o $@\n"
+                "-include $(OBJS:.o=.d)\n",
+}
+FUNCTIONS = 5  # main, gcd, sum_squares, reverse, count_vowels
+
+
+def _env(cache: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LLMOPT_CC_")}
+    return {**env, "LLMOPT_CACHE_DIR": str(cache), "LLMOPT_CC_SAMPLES": "2", **extra}
+
+
+def _write_project(root: Path) -> Path:
+    for name, text in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def _make(root: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
+    cc = " ".join(shlex.quote(w) for w in LLMOPT) + " cc"
+    return subprocess.run(["make", "-j2", f"CC={cc}", *extra], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _summary(root: Path, env: dict[str, str]) -> dict:
+    out = subprocess.run([*LLMOPT, "cc-summary", "--json"], cwd=root, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _cc(args: list[str], cwd: Path, env: dict[str, str], lang: str = "cc", **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*LLMOPT, lang, *args], cwd=cwd, env=env, capture_output=True, **kw)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """The project built once with `make CC="llmopt cc"`: (directory, environment, make's result)."""
+    root = _write_project(tmp_path_factory.mktemp("proj"))
+    env = _env(root.parent / "cache")
+    return root, env, _make(root, env)
+
+
+def test_make_build_runs_and_is_quiet(project):
+    root, _, built = project
+    assert built.returncode == 0, built.stderr
+    assert "llmopt" not in built.stderr and "warning" not in built.stderr  # quiet on success
+    assert subprocess.run([root / "prog"], capture_output=True, text=True).stdout == EXPECTED
+
+
+def test_summary_counts_units_functions_and_bytes(project):
+    root, env, _ = project
+    data = _summary(root, env)
+    totals, units = data["totals"], data["units"]
+    assert totals["units"] == totals["optimized"] == 3 and totals["functions"] == FUNCTIONS
+    assert sorted(Path(u["output"]).name for u in units) == ["main.o", "mathutil.o", "strutil.o"]
+    for unit in units:  # instructions never worse than -Oz; both objects measured
+        assert 0 < unit["instcount_result"] <= unit["instcount_oz"] < unit["instcount_input"]
+        assert unit["objsize_oz"] > 0 and unit["objsize_result"] > 0
+    text = subprocess.run([*LLMOPT, "cc-summary"], cwd=root, env=env, capture_output=True, text=True).stdout
+    assert "3 units" in text and "mathutil.o" in text and text.splitlines()[-1].startswith("total")
+
+
+def test_dependency_files_match_plain_clang(project, tmp_path):
+    root, env, _ = project
+    plain = _write_project(tmp_path)
+    built = subprocess.run(["make", f"CC={find_toolchain().clang}"], cwd=plain, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    for name in ("main.d", "mathutil.d", "strutil.d"):
+        assert (root / name).read_text() == (plain / name).read_text()
+    assert "include/util.h" in (root / "main.d").read_text()
+
+
+def test_rebuild_takes_answers_from_the_cache(project):
+    root, env, _ = project
+    answers = AnswerCache(Path(env["LLMOPT_CACHE_DIR"]) / "cc" / "answers.sqlite")
+    stored = len(answers.cache)
+    rebuilt = _make(root, env, "-B")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert subprocess.run([root / "prog"], capture_output=True, text=True).stdout == EXPECTED
+    assert _summary(root, env)["totals"]["cache_hits"] == 3
+    assert len(answers.cache) == stored  # nothing predicted or measured anew
+
+
+def test_syntax_error_is_reported_as_clang_reports_it(tmp_path):
+    env = _env(tmp_path / "cache")
+    (tmp_path / "bad.c").write_text("int f(void) {\n  return 1 +;\n}\n")
+    ours = _cc(["-c", "bad.c", "-o", "bad.o"], tmp_path, env, text=True)
+    theirs = subprocess.run([find_toolchain().clang, "-Oz", "-c", "bad.c", "-o", "bad.o"], cwd=tmp_path,
+                            capture_output=True, text=True)
+    assert ours.returncode == theirs.returncode != 0
+    assert ours.stderr == theirs.stderr and "expected expression" in ours.stderr
+    assert [u["status"] for u in _summary(tmp_path, env)["units"]] == ["error"]
+
+
+def test_failure_falls_back_to_clang_with_one_warning(tmp_path):
+    env = _env(tmp_path / "cache", LLMOPT_CC_MODEL=str(tmp_path / "no-model"))
+    (tmp_path / "ok.c").write_text("int twice(int x) { return 2 * x; }\n")
+    out = _cc(["-c", "ok.c", "-o", "ok.o"], tmp_path, env, text=True)
+    assert out.returncode == 0 and (tmp_path / "ok.o").stat().st_size > 0
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("llmopt cc: warning: ok.c:") and "plain clang" in lines[0]
+    [unit] = _summary(tmp_path, env)["units"]
+    assert unit["status"] == "fallback" and "predict" in unit["reason"]
+
+
+def test_cxx_source_to_executable(tmp_path):
+    env = _env(tmp_path / "cache")
+    (tmp_path / "hi.cpp").write_text("#include <cstdio>\ntemplate <class T> T sq(T x) { return x * x; }\n"
+                                     "int main() { std::printf(\"%d\\n\", sq(7)); }\n")
+    out = _cc(["-O1", "hi.cpp", "-o", "hi"], tmp_path, env, lang="c++", text=True)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert subprocess.run([tmp_path / "hi"], capture_output=True, text=True).stdout == "49\n"
+    [unit] = _summary(tmp_path, env)["units"]
+    assert unit["status"] == "optimized" and unit["output"] == str(tmp_path / "hi") and unit["functions"] == 2
+
+
+def test_pass_through_calls_behave_as_clang(tmp_path):
+    env, clang = _env(tmp_path / "cache"), find_toolchain().clang
+    (tmp_path / "p.c").write_text("#define N 3\nint n = N;\n")
+    for args in (["-E", "p.c"], ["--version"], ["-dumpmachine"]):
+        ours, theirs = _cc(args, tmp_path, env), subprocess.run([clang, *args], cwd=tmp_path, capture_output=True)
+        assert (ours.returncode, ours.stdout, ours.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr)
+    stdin = _cc(["-c", "-x", "c", "-", "-o", "s.o"], tmp_path, env, input=b"int s(void) { return 4; }\n")
+    assert stdin.returncode == 0 and (tmp_path / "s.o").exists()
+    assert _summary(tmp_path, env)["units"] == []  # none of these is a unit
+
+
+def test_classify_and_rewrite_arguments():
+    assert classify(["-E", "a.c"]).kind == classify(["a.o", "b.o", "-o", "p"]).kind == "pass"
+    assert classify(["-c", "a.c", "b.c"]).kind == classify(["-c", "x.s"]).kind == "pass"
+    assert classify(["-c", "-fsanitize=address", "a.c"]).kind == "skip"
+    inv = classify(["-O2", "-Iinc", "-D", "X=1", "-MMD", "-c", "src/a.c", "-o", "out/a.o"])
+    assert (inv.kind, inv.mode, inv.output_path()) == ("unit", "object", "out/a.o")
+    front = frontend_args(inv, "/t/a.ll")
+    assert "-O2" not in front and front[:3] == ["-Oz", "-Xclang", "-disable-llvm-passes"]
+    assert front[front.index("-MF") + 1] == "out/a.d" and front[front.index("-MQ") + 1] == "out/a.o"
+    back = codegen_args(inv, "/t/a.ll")
+    assert "-Iinc" not in back and "-D" not in back and "-MMD" not in back and "/t/a.ll" in back
+    assert fallback_args(inv)[0] == "-O2" and fallback_args(classify(["-c", "a.c"]))[0] == "-Oz"
+    bare = classify(["-MD", "-c", "dir/b.c"])
+    bare_front = frontend_args(bare, "x.ll")
+    assert bare.output_path() == "b.o" and bare_front[bare_front.index("-MQ") + 1] == "b.o"
+    assert bare_front[bare_front.index("-MF") + 1] == "b.d"
+    link = classify(["m.c", "lib.o", "-lm", "-o", "prog"])
+    assert link.mode == "link" and codegen_args(link, "m.ll")[3:7] == ["m.ll", "lib.o", "-lm", "-o"]
