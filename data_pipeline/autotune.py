@@ -32,6 +32,7 @@ class TuneConfig:
     seconds: float | None = None  # optional wall-clock cap per function for the random search
     seed: int = 0
     batch: int = 250  # random lists per yielded batch (lets many functions share one pool call)
+    metric: str = "instcount"  # what the search minimizes: "instcount" or "objsize" (.text+.data bytes)
 
 
 def rank(instcount: int, passes: list[str]) -> tuple:
@@ -41,7 +42,7 @@ def rank(instcount: int, passes: list[str]) -> tuple:
 
 @dataclass
 class Best:
-    """The best list so far under the dataset's tie rules."""
+    """The best list so far under the dataset's tie rules (`instcount`: its value in the tuning metric)."""
 
     passes: list[str]
     instcount: int
@@ -182,7 +183,7 @@ def search(ir_hash: str, cfg: TuneConfig, result: TuneResult, vocab: list[str] |
         return
     result.instcount_oz = oz
     result.best = Best([OZ], oz, "oz")
-    if oz <= 1:
+    if oz <= 1 and cfg.metric == "instcount":
         return  # a defined function keeps at least its terminator: -Oz is already optimal
     result.methods_tried.append("random")
     start = time.monotonic()
@@ -209,7 +210,7 @@ def refine(ir_hash: str, cfg: TuneConfig, result: TuneResult, broadcast: list[li
     vocab = vocab or vocabulary()
     plain = [p for p in vocab if p not in META_PASSES]
     asker = _Asker(result)
-    if result.best is None or result.best.instcount <= 1:
+    if result.best is None or (result.best.instcount <= 1 and cfg.metric == "instcount"):
         return
     lists = [list(ls) for ls in broadcast]
     asker.offer(lists, (yield from asker.ask(lists)), "broadcast")
@@ -221,8 +222,10 @@ def refine(ir_hash: str, cfg: TuneConfig, result: TuneResult, broadcast: list[li
 
 
 def drive(searches: Iterable[tuple[object, Search]], harness: Harness, irs: dict[object, str],
-          window: int = 32, on_done: Callable[[object], None] | None = None) -> None:
-    """Run many searches at once: collect every active search's batch, evaluate all in one call."""
+          window: int = 32, on_done: Callable[[object], None] | None = None, metric: str = "instcount") -> None:
+    """Run many searches at once: collect every active search's batch, evaluate all in one call.
+    The searches receive each list's value in `metric` (None: the list failed)."""
+    sized = metric == "objsize"
     pending = iter(searches)
     active: dict[object, tuple[Search, list[list[str]]]] = {}
 
@@ -245,10 +248,10 @@ def drive(searches: Iterable[tuple[object, Search]], harness: Harness, irs: dict
             for ls in lists:
                 tasks.append((irs[key], ls))
                 owners.append(key)
-        results = harness.evaluate_tasks(tasks)
+        results = harness.evaluate_tasks(tasks, objsize=sized)
         counts: dict[object, Counts] = {k: [] for k in active}
         for key, res in zip(owners, results, strict=True):
-            counts[key].append(res.instcount if res.ok else None)
+            counts[key].append(None if not res.ok else res.objsize if sized else res.instcount)
         for key in list(active):
             gen = active[key][0]
             try:
@@ -266,5 +269,6 @@ def autotune_many(functions: dict[str, str], harness: Harness, cfg: TuneConfig, 
     vocab = vocabulary(harness.version)
     results = {h: TuneResult(h, None, None) for h in functions}
     gens = ((h, search(h, cfg, results[h], vocab)) for h in functions)
-    drive(gens, harness, functions, window, on_done=(lambda h: on_done(results[h])) if on_done else None)
+    drive(gens, harness, functions, window, on_done=(lambda h: on_done(results[h])) if on_done else None,
+          metric=cfg.metric)
     return results

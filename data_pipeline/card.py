@@ -41,6 +41,8 @@ def _command(cfg) -> str:
     opts = [f"--source {s}" for s in cfg.sources]
     for name in ("budget", "greedy_steps", "max_tokens", "min_instructions", "package_cap", "broadcast_top",
                  "shard_units", "shard_functions", "split", "seed", "limit_shards"):
+        if name == "budget" and getattr(cfg, "metric", "instcount") != "instcount":
+            opts.append(f"--metric {cfg.metric}")
         value = getattr(cfg, name, None)
         if value is not None:
             opts.append(f"--{name.replace('_', '-')} {value}")
@@ -75,6 +77,21 @@ def _how_made(cfg, n_broadcast: int) -> list[str]:
     ]
 
 
+def _objective(cfg) -> str:
+    sized = getattr(cfg, "metric", "instcount") == "objsize"
+    return "object size (.text + .data bytes after llc)" if sized else "instruction count"
+
+
+def _bytes_summary(cfg, rows: list[dict]) -> list[str]:
+    """Tuned for bytes: the gain in bytes (the tables below count the chosen lists' instructions)."""
+    if getattr(cfg, "metric", "instcount") != "objsize":
+        return []
+    oz, best = [r["objsize_oz"] for r in rows], [r["objsize_best"] for r in rows]
+    return [f"Labels minimize bytes: **{overall_improvement(oz, best):.2f}%** smaller than -Oz (sum -Oz {sum(oz)} "
+            f"bytes, sum best {sum(best)}); `good_lists` hold bytes (`objsize`). The instruction counts below are "
+            "those of the chosen lists.", ""]
+
+
 def render_card(cfg, by_split: dict[str, list[dict]], p1: Counter, p2: Counter, n_broadcast: int) -> str:
     rows = [r for s in SPLITS for r in by_split.get(s, [])]
     total = len(rows)
@@ -95,7 +112,8 @@ def render_card(cfg, by_split: dict[str, list[dict]], p1: Counter, p2: Counter, 
         "---", "license: other", "tags: [llvm, compiler-optimization, pass-ordering]", "---", "",
         f"# {Path(cfg.out).name}", "",
         f"LLVM {', '.join(map(str, llvm))} IR functions with the best `opt` pass list llmopt's autotuner found for "
-        "instruction count (thesis §4.3.2), one row per function. Columns: `docs/interfaces.md` (Dataset rows).", "",
+        f"{_objective(cfg)} (thesis §4.3.2), one row per function. Columns: `docs/interfaces.md` (Dataset rows).", "",
+        *_bytes_summary(cfg, rows),
         *_how_made(cfg, n_broadcast),
         "## Counts", "",
         "| split | functions | packages | improvement over -Oz | functions improved |", "|---|---|---|---|---|",

@@ -14,7 +14,18 @@ import argparse
 import logging
 import sys
 
-ARGS = ("budget", "greedy_steps", "max_len", "seed", "max_tokens", "min_instructions", "package_cap", "shard_units",
+from llmopt.cli_options import (
+    add_cache_flags,
+    add_progress_flag,
+    add_workers_flag,
+    float_in,
+    nonnegative_int,
+    positive_int,
+    seconds_float,
+)
+
+_share = float_in(0.0, 1.0, what="share")
+ARGS = ("metric", "budget", "greedy_steps", "max_len", "seed", "max_tokens", "min_instructions", "package_cap", "shard_units",
         "shard_functions", "broadcast_top", "split", "test_share", "validation_share", "tokenizer", "workers",
         "executor", "address", "cache", "limit_shards", "shard_range", "seconds", "run_timeout", "eval_timeout")
 
@@ -29,41 +40,43 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "data_pipeline/sources/catalog.py")
     p.add_argument("--config", help="JSON file with any of the options below (command-line values win)")
     p.add_argument("--out", help="output directory (parquet splits, README.md card, work/ shards)")
-    p.add_argument("--budget", type=int, help="random-search evaluations per function (default 1000)")
-    p.add_argument("--seconds", type=float, help="optional wall-clock cap per function's random search")
-    p.add_argument("--greedy-steps", type=int,
+    p.add_argument("--metric", choices=("instcount", "objsize"),
+                   help="what the labels minimize: IR instructions (default) or .text+.data bytes of the object file")
+    p.add_argument("--budget", type=positive_int, help="random-search evaluations per function (default 1000)")
+    p.add_argument("--seconds", type=seconds_float, help="optional wall-clock cap per function's random search")
+    p.add_argument("--greedy-steps", type=nonnegative_int,
                    help="greedy search (and the final polish) runs until a step no longer improves, at most this "
                         "many steps; 0 disables both (default 40)")
-    p.add_argument("--max-len", type=int, help="longest random pass list (default 12)")
+    p.add_argument("--max-len", type=positive_int, help="longest random pass list (default 12)")
     p.add_argument("--no-minimize", action="store_true", help="keep the best list as found")
-    p.add_argument("--broadcast-top", type=int, help="distinct best lists broadcast to all functions (default 256)")
+    p.add_argument("--broadcast-top", type=nonnegative_int,
+                   help="distinct best lists broadcast to all functions (default 256)")
     p.add_argument("--no-safety", action="store_true", help="do not check csmith labels by running the program")
-    p.add_argument("--seed", type=int, help="seed of csmith and of the search (default 0)")
-    p.add_argument("--max-tokens", type=int,
+    p.add_argument("--seed", type=nonnegative_int, help="seed of csmith and of the search (default 0)")
+    p.add_argument("--max-tokens", type=positive_int,
                    help="largest function kept, in tokens of the model's tokenizer (default 4096)")
-    p.add_argument("--min-instructions", type=int, help="smallest function kept, in instructions (default 5)")
-    p.add_argument("--package-cap", type=int, help="functions kept per package at most (default 1000)")
+    p.add_argument("--min-instructions", type=nonnegative_int, help="smallest function kept, in instructions (default 5)")
+    p.add_argument("--package-cap", type=positive_int, help="functions kept per package at most (default 1000)")
     p.add_argument("--tokenizer", help="tokenizer folder for --max-tokens (default: the shipped model's)")
     p.add_argument("--split", choices=("package", "hash"),
                    help="package (default: test and validation from packages never in train) or hash")
-    p.add_argument("--test-share", type=float, help="share of functions in test (default 0.06)")
-    p.add_argument("--validation-share", type=float, help="share of functions in validation (default 0.06)")
-    p.add_argument("--shard-units", type=int, help="generated programs per phase-0 work item (default 32)")
-    p.add_argument("--shard-functions", type=int, help="functions per search shard (default 64)")
-    p.add_argument("--limit-shards", type=int, help="only the first N shards")
+    p.add_argument("--test-share", type=_share, help="share of functions in test (default 0.06)")
+    p.add_argument("--validation-share", type=_share, help="share of functions in validation (default 0.06)")
+    p.add_argument("--shard-units", type=positive_int, help="generated programs per phase-0 work item (default 32)")
+    p.add_argument("--shard-functions", type=positive_int, help="functions per search shard (default 64)")
+    p.add_argument("--limit-shards", type=nonnegative_int, help="only the first N shards")
     p.add_argument("--shard-range", metavar="START:END",
                    help="phases 1-2 work only on these shards of the plan (another machine takes the rest)")
     p.add_argument("--phases", help="comma-separated phases to run (default p0,p1,p2,write)")
-    p.add_argument("--workers", type=int, help="harness worker processes (default: all cores)")
+    add_workers_flag(p, None, "harness worker processes")
     p.add_argument("--executor", choices=("local", "ray"), help="local (default) or ray")
-    p.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
-    p.add_argument("--cache", help="result cache SQLite file (default ~/.cache/llmopt/results.sqlite)")
-    p.add_argument("--run-timeout", type=float, help="seconds a program may run in the safety check (default 10)")
-    p.add_argument("--eval-timeout", type=float, help="seconds per compilation (default 20)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--address", help="Ray cluster address host:port (default: start a local Ray)")
+    add_cache_flags(p)
+    p.add_argument("--run-timeout", type=seconds_float, help="seconds a program may run in the safety check (default 10)")
+    p.add_argument("--eval-timeout", type=seconds_float, help="seconds per compilation (default 20)")
+    add_progress_flag(p)
     p.add_argument("--status", action="store_true",
                    help="report where the job in --out stands and the labels found so far, then exit")
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(func=handler)
     return p
 
@@ -82,6 +95,8 @@ def config_from_args(args: argparse.Namespace):
         overrides["safety"] = False
     if args.no_progress:
         overrides["progress"] = False
+    if args.no_cache:
+        overrides["use_cache"] = False
     if args.config:
         return JobConfig.from_file(args.config, **overrides)
     if not args.source or not args.out:
@@ -91,16 +106,19 @@ def config_from_args(args: argparse.Namespace):
 
 def handler(args: argparse.Namespace) -> int:
     from data_pipeline.job import run_job
+    from llmopt.errors import LlmoptError, UsageError, one_line
 
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(message)s")
+    debug = getattr(args, "debug", False)
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(message)s")
     if args.status:
         from pathlib import Path
 
         from data_pipeline.status import job_status
 
         if not args.out:
-            print("datagen: --status needs the job's --out directory", file=sys.stderr)
-            return 2
+            raise UsageError("datagen --status needs the job's --out directory")
+        if not (Path(args.out) / "work" / "config.json").is_file():
+            raise UsageError(f"{args.out}: no datagen job here (no work/config.json)")
         print(job_status(Path(args.out)))
         return 0
     try:
@@ -109,28 +127,27 @@ def handler(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("datagen: interrupted; finished shards are kept, run the same command to resume", file=sys.stderr)
         return 130
+    except LlmoptError:
+        raise  # bad input: one line, exit 2 (llmopt.cli.main)
     except Exception as err:
-        if args.debug:
+        if debug:
             raise
-        from data_pipeline.job import JobError
-        from data_pipeline.sources import SourceError
-
-        print(f"datagen: {err}", file=sys.stderr)
-        return 2 if isinstance(err, JobError | SourceError) else 1  # 2: bad input, fix the command
+        print(f"llmopt datagen: failed: {one_line(err)} (rerun with --debug for the traceback; finished work "
+              "is kept)", file=sys.stderr)
+        return 1
     print(f"datagen: {stats.functions} functions, {stats.evaluations} evaluations in {stats.seconds:.0f}s "
           f"-> {cfg.out}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m data_pipeline.cli")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_parser(sub)
+    """`python -m data_pipeline.cli ARGS` = `llmopt datagen ARGS`: the same options and error contract."""
+    from llmopt.cli import main as llmopt_main
+
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] != "datagen":
-        argv = ["datagen", *argv]
-    args = parser.parse_args(argv)
-    return args.func(args)
+    if argv[:1] == ["datagen"]:
+        argv = argv[1:]
+    return llmopt_main(["datagen", *argv])
 
 
 if __name__ == "__main__":

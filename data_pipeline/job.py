@@ -28,12 +28,13 @@ from pathlib import Path
 
 from data_pipeline.autotune import Best, GoodLists, TuneConfig, TuneResult, drive, refine, search
 from data_pipeline.dedupe import Seen
+from data_pipeline.ray_connect import connect_ray
 from data_pipeline.select import SelectConfig, function_record, select_functions
 from data_pipeline.sources import SourceError, Unit, parse_source
 from data_pipeline.split import split_by_group, split_of
 from data_pipeline.writer import read_shard, write_atomic, write_dataset, write_shard
-from llmopt.errors import LlmoptError
-from llmopt.harness import Harness, ResultCache
+from llmopt.errors import LlmoptError, one_line
+from llmopt.harness import Harness, open_cache
 from llmopt.llvm.ir import normalize_ir
 from llmopt.llvm.passes import OZ, vocabulary
 from llmopt.run_settings import settings_diff, store_settings
@@ -76,11 +77,15 @@ class JobConfig:
     limit_shards: int | None = None  # stop after this many shards (tests, benchmarks)
     shard_range: str | None = None  # "START:END": phases 1-2 work only on these shards (machines share a job)
     phases: tuple[str, ...] = ("p0", "p1", "p2", "write")
+    metric: str = "instcount"  # what labels minimize: "instcount" or "objsize" (.text+.data bytes)
+    use_cache: bool = True  # False: --no-cache
 
     # Settings that change the rows: a resumed job must match them.
     ROW_KEYS = ("sources", "budget", "greedy_steps", "max_len", "minimize", "seed", "max_tokens", "min_instructions",
                 "package_cap", "shard_units", "shard_functions", "broadcast_top", "split", "test_share",
-                "validation_share", "tokenizer", "safety")
+                "validation_share", "tokenizer", "safety", "metric")
+    # What a row setting was before it existed: a job whose config.json lacks it resumes as this.
+    ROW_DEFAULTS = {"metric": "instcount"}
 
     def __post_init__(self) -> None:
         """Bad settings fail here, in one line, before any work (a negative shard size once wrote an empty
@@ -103,6 +108,8 @@ class JobConfig:
             raise JobError(f"split must be 'package' or 'hash', got {self.split!r}")
         if self.executor not in ("local", "ray"):
             raise JobError(f"executor must be 'local' or 'ray', got {self.executor!r}")
+        if self.metric not in ("instcount", "objsize"):
+            raise JobError(f"metric must be 'instcount' or 'objsize', got {self.metric!r}")
         if not self.sources:
             raise JobError("datagen needs at least one --source")
         if unknown := set(self.phases) - {"p0", "p1", "p2", "write"}:
@@ -125,7 +132,7 @@ class JobConfig:
 
     def tune(self) -> TuneConfig:
         return TuneConfig(budget=self.budget, max_len=self.max_len, greedy_steps=self.greedy_steps,
-                          minimize=self.minimize, seconds=self.seconds, seed=self.seed)
+                          minimize=self.minimize, seconds=self.seconds, seed=self.seed, metric=self.metric)
 
     def select(self) -> SelectConfig:
         return SelectConfig(max_tokens=self.max_tokens, min_instructions=self.min_instructions,
@@ -133,13 +140,21 @@ class JobConfig:
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides) -> JobConfig:
-        data = json.loads(Path(path).read_text())
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise JobError(f"--config {path}: cannot read a JSON settings file: {one_line(err)}") from None
+        if not isinstance(data, dict):
+            raise JobError(f"--config {path}: expected a JSON object of settings")
         data.update({k: v for k, v in overrides.items() if v is not None})
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:
             raise JobError(f"unknown keys in {path}: {sorted(unknown)} (known: {sorted(known)})")
-        return cls(**data)
+        try:
+            return cls(**data)
+        except TypeError as err:  # a required key is missing
+            raise JobError(f"--config {path}: {err}") from None
 
 
 @dataclass
@@ -192,7 +207,7 @@ def _check_config(cfg: JobConfig) -> None:
     mine = {k: getattr(cfg, k) for k in JobConfig.ROW_KEYS}
     if not path.exists():
         store_settings(path, mine)
-    elif diff := settings_diff(path, mine):
+    elif diff := settings_diff(path, mine, JobConfig.ROW_DEFAULTS):
         raise JobError(f"{cfg.out} holds a job with other settings {diff} (old, new): use another --out "
                        "or the old settings to resume")
 
@@ -250,10 +265,27 @@ def plan_shards(cfg: JobConfig, n_items: int) -> list[list[str]]:
 
 # ---------------------------------------------------------------------------------------------- phase 1
 
-def _result_record(res: TuneResult, **extra) -> dict:
-    return {"ir_hash": res.ir_hash, "instcount_oz": res.instcount_oz, "passes": res.best.passes,
-            "instcount_best": res.best.instcount, "search_method": res.best.method,
-            "evaluations": res.evaluations, **res.good.summary(), **extra}
+def _value_keys(metric: str) -> tuple[str, str]:
+    """The row keys of a search's -Oz and best values: `instcount_*`, or `objsize_*` when tuned for bytes."""
+    return ("instcount_oz", "instcount_best") if metric == "instcount" else ("objsize_oz", "objsize_best")
+
+
+def _result_record(res: TuneResult, metric: str = "instcount", **extra) -> dict:
+    oz_key, best_key = _value_keys(metric)
+    record = {"ir_hash": res.ir_hash, oz_key: res.instcount_oz, "passes": res.best.passes,
+              best_key: res.best.instcount, "search_method": res.best.method,
+              "evaluations": res.evaluations, **res.good.summary(), **extra}
+    if metric != "instcount":  # (instcount rows stay as they always were)
+        record["metric"] = metric
+    return record
+
+
+def _add_instcounts(rows: list[dict], irs: dict[str, str], harness: Harness) -> None:
+    """Rows tuned for bytes still carry the dataset's instruction columns: -Oz's and the label's."""
+    tasks = [(irs[r["ir_hash"]], ls) for r in rows for ls in ([OZ], r["passes"])]
+    results = harness.evaluate_tasks(tasks)
+    for i, row in enumerate(rows):
+        row["instcount_oz"], row["instcount_best"] = results[2 * i].instcount, results[2 * i + 1].instcount
 
 
 def run_phase1_shard(cfg: JobConfig, index: int, functions: list[dict], harness: Harness) -> dict:
@@ -270,15 +302,17 @@ def run_phase1_shard(cfg: JobConfig, index: int, functions: list[dict], harness:
             usable[fn["ir_hash"]] = (fn, unopt.instcount)
     vocab = vocabulary(harness.version)
     results = {h: TuneResult(h, None, None) for h in usable}
-    drive(((h, search(h, cfg.tune(), results[h], vocab)) for h in usable), harness,
-          {h: fn["ir"] for h, (fn, _) in usable.items()})
+    irs = {h: fn["ir"] for h, (fn, _) in usable.items()}
+    drive(((h, search(h, cfg.tune(), results[h], vocab)) for h in usable), harness, irs, metric=cfg.metric)
     rows = []
     for h, (_, n_input) in usable.items():
         res = results[h]
         if res.best is None:
             stats["unusable"] += 1  # -Oz fails on it
             continue
-        rows.append(_result_record(res, instcount_input=n_input, llvm_version=harness.version))
+        rows.append(_result_record(res, cfg.metric, instcount_input=n_input, llvm_version=harness.version))
+    if cfg.metric != "instcount":
+        _add_instcounts(rows, irs, harness)
     stats["functions"] = len(rows)
     return {"shard": index, "stats": dict(stats), "rows": rows}
 
@@ -294,8 +328,9 @@ def choose_broadcast(rows: list[dict], top: int) -> list[list[str]]:
 
 def _resume_result(row: dict) -> TuneResult:
     good = GoodLists.from_summary(row)
-    res = TuneResult(row["ir_hash"], row["instcount_oz"], Best(row["passes"], row["instcount_best"],
-                     row["search_method"]), evaluations=row["evaluations"], good=good)
+    oz_key, best_key = _value_keys(row.get("metric", "instcount"))
+    res = TuneResult(row["ir_hash"], row[oz_key], Best(row["passes"], row[best_key], row["search_method"]),
+                     evaluations=row["evaluations"], good=good)
     res.evaluated = set(good.counts)
     return res
 
@@ -308,13 +343,14 @@ def run_phase2_shard(cfg: JobConfig, index: int, rows: list[dict], functions: di
     vocab = vocabulary(harness.version)
     results = {r["ir_hash"]: _resume_result(r) for r in rows}
     irs = {h: functions[h]["ir"] for h in results}
-    drive(((h, refine(h, cfg.tune(), results[h], lists, vocab)) for h in results), harness, irs)
+    drive(((h, refine(h, cfg.tune(), results[h], lists, vocab)) for h in results), harness, irs, metric=cfg.metric)
     out = []
     for row in rows:
         res = results[row["ir_hash"]]
         stats[f"refined_by_{res.best.method}"] += res.best.method in ("broadcast", "polish")
-        out.append({**functions[row["ir_hash"]],
-                    **_result_record(res, instcount_input=row["instcount_input"], llvm_version=row["llvm_version"])})
+        extra = {} if cfg.metric == "instcount" else {"instcount_oz": row["instcount_oz"]}
+        out.append({**functions[row["ir_hash"]], **_result_record(res, cfg.metric, instcount_input=row["instcount_input"],
+                                                                 llvm_version=row["llvm_version"], **extra)})
     _final_ir(out, harness, stats)
     if cfg.safety:
         from data_pipeline.safety import check_rows
@@ -331,8 +367,12 @@ def _final_ir(rows: list[dict], harness: Harness, stats: Counter) -> None:
         if not res.ok or res.ir is None:  # should not happen: the same list measured fine before
             oz = harness.evaluate(row["ir"], [OZ], want_ir=True)
             row["passes"], row["instcount_best"], row["search_method"] = [OZ], oz.instcount, "oz"
+            if "objsize_oz" in row:
+                row["objsize_best"] = row["objsize_oz"]
             res = oz
             stats["final_ir_failed"] += 1
+        elif "objsize_best" in row:  # tuned for bytes: the label's instruction count is measured here
+            row["instcount_best"] = res.instcount
         row["optimized_ir"] = normalize_ir(res.ir)
 
 
@@ -344,22 +384,9 @@ def _progress(cfg: JobConfig, total: int, desc: str):
     return tqdm(total=total, desc=desc, unit="shard", disable=not cfg.progress, dynamic_ncols=True)
 
 
-def _open_cache(cfg: JobConfig) -> ResultCache:
-    import sqlite3
-
-    # Parallel tasks opening a fresh SQLite file race to switch it to WAL ("database is locked").
-    for attempt in range(20):
-        try:
-            return ResultCache(cfg.cache)
-        except sqlite3.OperationalError:
-            if attempt == 19:
-                raise
-            time.sleep(0.2 * (attempt + 1))
-    raise AssertionError("unreachable")
-
-
 def _make_harness(cfg: JobConfig, workers: int | None = None) -> Harness:
-    cache = _open_cache(cfg) if cfg.cache else True
+    # A path is opened by the harness: a corrupt file is replaced, an unusable one means no cache.
+    cache = (cfg.cache or True) if cfg.use_cache else False
     return Harness(workers=workers or cfg.workers, timeout=cfg.eval_timeout, cache=cache)
 
 
@@ -397,15 +424,12 @@ def _record_shard(out: Path, phase: str, index: int, payload: dict, evaluations:
 
 def _run_ray(cfg: JobConfig, todo: list[int], phase: str, stats: JobStats, total: int,
              args_of: Callable[[int], tuple]) -> None:
-    try:
-        import ray
-    except ImportError:
-        raise JobError('--executor ray needs Ray: pip install "ray[default]"') from None
-    if not ray.is_initialized():
-        ray.init(address=cfg.address, ignore_reinit_error=True, log_to_driver=False)
+    import ray
+
+    connect_ray(cfg)
     remote = ray.remote(num_cpus=1)(_ray_task)
-    if cfg.cache:
-        _open_cache(cfg)  # create the file and switch it to WAL once, before the tasks open it
+    if cfg.cache and cfg.use_cache:
+        open_cache(cfg.cache)  # create the file and switch it to WAL once, before the tasks open it
     out = Path(cfg.out)
     pending = {remote.remote(cfg, phase, index, *args_of(index)): index for index in todo}
     bar = _progress(cfg, total, phase)
@@ -473,8 +497,12 @@ def _run_phase0(cfg: JobConfig, items: list[WorkItem], stats: JobStats) -> None:
 
 
 def run_job(cfg: JobConfig, phases: tuple[str, ...] | None = None) -> JobStats:
+    from llmopt.outputs import check_output_dir
+
     phases = cfg.phases if phases is None else phases
-    out = Path(cfg.out)
+    out = check_output_dir(cfg.out)
+    if cfg.executor == "ray" and {"p1", "p2"} & set(phases):
+        connect_ray(cfg)  # an unreachable cluster fails now, not after phase 0
     items = plan_items(cfg)  # a bad source spec fails here, before anything is written
     _check_config(cfg)
     stats = JobStats()

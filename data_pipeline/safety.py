@@ -129,7 +129,8 @@ def check_rows(rows: list[dict], harness, stats: Counter, timeout: float = 10.0)
     """Check every runnable row whose label beats -Oz; a rejected label falls back to -Oz."""
     by_unit: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
-        if row.get("runnable") and row["instcount_best"] < row["instcount_oz"]:
+        metric = row.get("metric", "instcount")  # the label beats -Oz in what it was tuned for
+        if row.get("runnable") and row[f"{metric}_best"] < row[f"{metric}_oz"]:
             by_unit[row["unit"]].append(row)
     for uid, unit_rows in by_unit.items():
         unit = Unit(**{k: tuple(v) if isinstance(v, list) else v for k, v in rows_unit_spec(unit_rows).items()})
@@ -152,6 +153,8 @@ def check_rows(rows: list[dict], harness, stats: Counter, timeout: float = 10.0)
 
             row.update(passes=[OZ], instcount_best=oz.instcount, search_method="oz",
                        optimized_ir=normalize_ir(oz.ir), label_rejected=verdict)
+            if "objsize_oz" in row:
+                row["objsize_best"] = row["objsize_oz"]
         del uid
 
 

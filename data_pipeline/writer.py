@@ -14,16 +14,22 @@ from data_pipeline.split import SPLITS
 COLUMNS = ("source", "package", "license", "llvm_version", "name", "ir", "ir_hash", "n_tokens", "instcount_input",
            "instcount_oz", "passes", "instcount_best", "good_lists", "n_best_lists", "optimized_ir", "evaluations",
            "search_method")
+# Added when labels were tuned for object size (`--metric objsize`): good_lists then hold bytes too.
+OBJSIZE_COLUMNS = ("metric", "objsize_oz", "objsize_best")
 
 
 def good_lists(row: dict) -> list[dict]:
-    """The row's good lists, best first: every kept list that ties for the best, then the top distinct ones."""
+    """The row's good lists, best first: every kept list that ties for the best, then the top distinct ones.
+
+    Tuned for bytes, the counts the search kept are bytes: they go to `objsize` (instcount unknown)."""
+    sized = row.get("metric") == "objsize"
     seen, out = set(), []
-    best = row["instcount_best"]
+    best = row["objsize_best" if sized else "instcount_best"]
     for passes, n in [(ls, best) for ls in row.get("ties", [])] + [tuple(t) for t in row.get("top", [])]:
         if tuple(passes) not in seen:
             seen.add(tuple(passes))
-            out.append({"passes": list(passes), "instcount": int(n)})
+            out.append({"passes": list(passes), "instcount": None, "objsize": int(n)} if sized
+                       else {"passes": list(passes), "instcount": int(n)})
     return out
 
 
@@ -56,20 +62,22 @@ def write_dataset(rows_by_split: dict[str, list[dict]], out: Path) -> dict[str, 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    sized = any(r.get("metric") == "objsize" for rows in rows_by_split.values() for r in rows)
+    good = [("passes", pa.list_(pa.string())), ("instcount", pa.int64())] + ([("objsize", pa.int64())] if sized else [])
     schema = pa.schema([
         ("source", pa.string()), ("package", pa.string()), ("license", pa.string()), ("llvm_version", pa.int64()), ("name", pa.string()),
         ("ir", pa.string()), ("ir_hash", pa.string()), ("n_tokens", pa.int64()),
         ("instcount_input", pa.int64()), ("instcount_oz", pa.int64()), ("passes", pa.list_(pa.string())),
         ("instcount_best", pa.int64()),
-        ("good_lists", pa.list_(pa.struct([("passes", pa.list_(pa.string())), ("instcount", pa.int64())]))),
+        ("good_lists", pa.list_(pa.struct(good))),
         ("n_best_lists", pa.int64()), ("optimized_ir", pa.string()), ("evaluations", pa.int64()),
         ("search_method", pa.string()),
-    ])
+    ] + ([("metric", pa.string()), ("objsize_oz", pa.int64()), ("objsize_best", pa.int64())] if sized else []))
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
     for split in SPLITS:
         rows = sorted(rows_by_split.get(split, []), key=lambda r: r["ir_hash"])
-        table = pa.Table.from_pylist([_columns(r) for r in rows], schema=schema)
+        table = pa.Table.from_pylist([_columns(r, sized) for r in rows], schema=schema)
         path = out / f"{split}.parquet"
         tmp = path.with_suffix(".parquet.tmp")
         pq.write_table(table, tmp, compression="zstd")
@@ -78,10 +86,10 @@ def write_dataset(rows_by_split: dict[str, list[dict]], out: Path) -> dict[str, 
     return paths
 
 
-def _columns(row: dict) -> dict:
+def _columns(row: dict, sized: bool = False) -> dict:
     full = {"package": row.get("package") or row["source"], "good_lists": good_lists(row),
             "n_best_lists": row.get("n_ties", 1), **{k: v for k, v in row.items() if k not in ("package",)}}
-    return {c: full[c] for c in COLUMNS}
+    return {c: full[c] for c in COLUMNS + (OBJSIZE_COLUMNS if sized else ())}
 
 
 def load_dataset_dict(out: Path):

@@ -198,7 +198,10 @@ def main(argv: list[str] | None = None) -> int:
             from llmopt.cc_cli import run_raw
 
             return run_raw(argv[0], argv[1:])
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as done:  # --help, --version, a bad option: its exit code, also when called as a function
+            return done.code if isinstance(done.code, int) else EXIT_USAGE
         args.debug = debug
         return int(args.func(args) or 0)
     except LlmoptError as err:
