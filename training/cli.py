@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from llmopt.cli_options import add_progress_flag
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the `train` subcommand on an argparse subparsers object; `func(args)` returns an exit code."""
@@ -16,35 +18,51 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("config", help="config file, e.g. training/configs/tiny.json")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value (JSON-parsed), e.g. --set max_steps=100; repeatable")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_progress_flag(parser)
     parser.set_defaults(func=run)
     return parser
 
 
-def run(args: argparse.Namespace) -> int:
+def _load(args: argparse.Namespace):
+    """The TrainConfig of the command line, or a UsageError: everything that can go wrong here is the input
+    (a missing, empty, binary or malformed file, an unknown key, a bad value)."""
+    from pathlib import Path
+
+    from llmopt.errors import UsageError, one_line
     from training.config import load_config, parse_override
 
+    path = Path(args.config)
+    if path.is_dir():
+        raise UsageError(f"{path}: is a directory, expected a config file (e.g. training/configs/tiny.json)")
     try:
-        cfg = load_config(args.config, dict(parse_override(o) for o in args.overrides))
-        from training.train import train
+        overrides = dict(parse_override(o) for o in args.overrides)
+    except ValueError as err:
+        raise UsageError(one_line(err)) from err
+    try:
+        return load_config(path, overrides)
+    except Exception as err:  # json/yaml/toml each raise their own kinds for a malformed file
+        raise UsageError(f"{path}: {one_line(err)}") from err
 
+
+def run(args: argparse.Namespace) -> int:
+    from llmopt.errors import UsageError, one_line
+
+    cfg = _load(args)
+    from training.train import train
+
+    try:
         final = train(cfg, progress=not args.no_progress)
-    except (FileNotFoundError, ValueError) as err:
-        if getattr(args, "debug", False):
-            raise
-        print(f"llmopt train: error: {err}", file=sys.stderr)
-        return 2
+    except (FileNotFoundError, ValueError) as err:  # no training rows, a dataset from another LLVM, ...
+        raise UsageError(one_line(err)) from err
     print(f"model saved to {final}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.cli")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_parser(sub)
-    args = parser.parse_args(["train", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    """`python -m training.cli ARGS` = `llmopt train ARGS`: the same options and error contract."""
+    from llmopt.cli import main as llmopt_main
+
+    return llmopt_main(["train", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
