@@ -1,9 +1,10 @@
 """Reproduce the loop-schedule numbers in docs/benchmarks.md ("Loop schedules").
 
-    OPENBLAS_NUM_THREADS=1 python scripts/bench_loops.py --n-shapes 20             # equal time
+    OPENBLAS_NUM_THREADS=1 python scripts/bench_loops.py --n-shapes 20 --out docs/results/loops   # equal time
     OPENBLAS_NUM_THREADS=1 python scripts/bench_loops.py --n-shapes 20 --search-seconds 5 --out docs/results/loops/5s
 
-Same as `llmopt loops bench ...`; results go to docs/results/loops/ (bench.md, bench.json, bench.png).
+Same as `llmopt loops bench ...`: results (bench.md, bench.json, bench.png) go to --out, default
+runs/loops-bench; `--out docs/results/loops` regenerates the committed ones.
 """
 
 import sys

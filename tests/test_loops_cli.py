@@ -19,8 +19,37 @@ def test_tune_json(tmp_path, monkeypatch, capsys):
     assert out["gflops"] > 0 and out["seconds"] < 5 and out["candidates"] > 1
 
 
-@pytest.mark.parametrize("argv", [["tune", "0", "64", "64"], ["tune", "64", "64", "64", "--candidates", "0"]])
-def test_bad_input_is_one_line_error(capsys, argv):
+@pytest.mark.parametrize("argv,words", [
+    (["tune", "0", "64", "64"], "must be >= 1"),
+    (["tune", "64", "64", "64", "--candidates", "0"], "--candidates"),
+    (["tune", "64", "64", "64", "--candidates", "100000"], "in [1, 64]"),
+    (["tune", "1000000000", "1", "1"], "GiB"),  # tensors that do not fit in memory
+    (["tune", "100000", "100000", "100000"], "GiB"),
+    (["tune", "2048", "2048", "2048"], "flops"),  # fits, but the start schedule would only time out
+    (["tune", "64", "64", "64", "--search", "nosuch"], "unknown search"),
+    (["bench", "--remeasure", "0"], "--remeasure"),
+    (["bench", "--n-shapes", "100000"], "--n-shapes"),
+    (["train", "--envs", "0"], "--envs"),
+])
+def test_bad_input_is_one_line_error(capsys, argv, words):
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error:") and err.count("\n") == 1
+    assert words in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("content", [b"", b"not a zip", b"PK\x03\x04 truncated zip"])
+def test_bad_policy_file_is_one_line_error(tmp_path, capsys, content):
+    policy = tmp_path / "policy.zip"
+    policy.write_bytes(content)
+    assert main(["tune", "64", "64", "64", "--policy", str(policy)]) == 2
+    err = capsys.readouterr().err
+    assert "not a policy" in err and err.count("\n") == 1, err
+    assert main(["tune", "64", "64", "64", "--policy", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_bench_writes_to_runs_by_default_not_the_committed_results():
+    from llmopt.cli import build_parser
+
+    args = build_parser().parse_args(["loops", "bench"])
+    assert args.out == "runs/loops-bench" and args.remeasure == 3

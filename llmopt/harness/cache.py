@@ -206,6 +206,18 @@ class ResultCache:
         self._drop_connection()
 
 
+def scratch_cache() -> ResultCache:
+    """A private cache that lives as long as the process (for callers that need one but must not
+    read or write the user's: --no-cache, or an unusable --cache)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="llmopt-scratch-cache-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return ResultCache(Path(folder) / "results.sqlite")
+
+
 def open_cache(path: str | os.PathLike | None = None) -> ResultCache | None:
     """The cache at `path` (default `default_cache_path()`), or None with a warning when it cannot be
     used: the run goes on uncached rather than failing on an accelerator."""

@@ -18,7 +18,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from llmopt.harness.cache import DEFAULT_CACHE_DIR, ResultCache, make_key
+from llmopt.harness.cache import DEFAULT_CACHE_DIR, ResultCache, make_key, open_cache, scratch_cache
 from llmopt.llvm.toolchain import find_toolchain
 from llmopt.loops.codegen import CODEGEN_VERSION, PEAK_SOURCE, Target, batch_source, generate
 from llmopt.loops.nest import Nest
@@ -75,7 +75,8 @@ class Backend:
                  target: Target | None = None, min_seconds: float = 0.01, timeout: float = 30.0,
                  compile_threads: int = 2, worker: KernelWorker | None = None, keep_objects: bool = True,
                  max_batch: int = 8):
-        self.cache = cache if cache is not None else ResultCache(DEFAULT_CACHE_DIR / "loops.sqlite")
+        # The shared kernel cache; a corrupt file is replaced, an unusable path means a private one.
+        self.cache = cache if cache is not None else open_cache(DEFAULT_CACHE_DIR / "loops.sqlite") or scratch_cache()
         self.cache_dir = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR / "loops_so"
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.target = target or host_target()

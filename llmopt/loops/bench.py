@@ -39,7 +39,7 @@ def _geomean(xs: list[float]) -> float:
     return float(np.exp(np.mean(np.log(xs))))
 
 
-def run_bench(n_shapes: int = 20, search_seconds: float = 0.0, out_dir: str | Path = "docs/results/loops",
+def run_bench(n_shapes: int = 20, search_seconds: float = 0.0, out_dir: str | Path = "runs/loops-bench",
               policy_path: str | Path | None = None, searches: list[str] | None = None,
               refine: str | None = "greedy1", refine_seconds: float = 1.0, candidates: int = DEFAULT_CANDIDATES,
               workers: int = 3, log=print) -> int:

@@ -16,6 +16,37 @@ from llmopt.loops.search import SEARCHES
 # Measured on 40 unseen shapes under load ~3.5 on the 2-core machine: 8 candidates 0.50 s median
 # (0.62 max), 0.876x numpy; 16: 0.88 s (1.12 max), 0.886x; 1 (greedy): 0.854x (docs/benchmarks.md).
 DEFAULT_CANDIDATES = 8
+MAX_CANDIDATES = 64  # each is compiled and measured; Priority Sampling past this only adds waiting
+# The untiled start schedule of 1024^3 (2^31 flops) already runs into the 30 s measuring timeout
+# (~50 s in all on the 2-core machine): a larger nest would only measure timeouts.
+MAX_FLOPS = 2 * 1024**3
+BYTES_PER_ELEMENT = 32  # float32 A, B, C and a scratch C, plus the float64 reference check
+
+
+def _available_bytes() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 4 << 30
+
+
+def check_shape(m: int, n: int, k: int) -> str | None:
+    """Why C = A @ B of this shape cannot be tuned here (None when it can): a nest whose tensors do not
+    fit in memory, or whose start schedule could not be measured within the timeout."""
+    if min(m, n, k) < 1:
+        return "M, N and K must be positive integers, e.g. `llmopt loops tune 128 128 128`"
+    need = BYTES_PER_ELEMENT * (m * k + k * n + m * n)
+    if need > _available_bytes() // 2:
+        return (f"{m}x{n}x{k} needs about {need / 2**30:.1f} GiB for its tensors, more than half the memory "
+                f"available ({_available_bytes() / 2**30:.1f} GiB)")
+    if 2 * m * n * k > MAX_FLOPS:
+        return (f"{m}x{n}x{k} is {2 * m * n * k:.2g} flops, above the {MAX_FLOPS:.2g} this tuner measures "
+                "(its start schedule alone would time out): try shapes up to 1024x1024x1024")
+    return None
 
 
 def best_candidate(start: Nest, policy: Policy, backend: Backend, candidates: int) -> tuple[Nest, list[str], int]:
