@@ -15,8 +15,9 @@ import json
 import shlex
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from llmopt.cli_options import (
     add_cache_flags,
@@ -112,7 +113,7 @@ def _load_lm(path: str | None) -> Any:
 
 def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, str | None]:
     """(strategy, model directory or None) for arguments declared by `add_prediction_flags`."""
-    from llmopt.errors import UsageError
+    from llmopt.errors import UsageError, one_line
     from llmopt.sampling import make_strategy
 
     if args.samples < 1:
@@ -131,6 +132,8 @@ def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, 
             train_lists = Coreset.from_dataset(args.data).lists
         except FileNotFoundError as err:
             raise UsageError(str(err)) from None
+        except (OSError, ValueError, KeyError) as err:  # pyarrow: not parquet, no `passes` column
+            raise UsageError(f"{args.data}: cannot read the train split's pass lists ({one_line(err)})") from None
     strategy = make_strategy(args.strategy, lm=lm, temperature=args.temperature, top_p=args.top_p, seed=args.seed,
                              max_branch=args.max_branch, priority=args.priority, train_pass_lists=train_lists,
                              passes=lm.passes if lm is not None else None)
@@ -184,6 +187,48 @@ def _notes(inp: Any, result: Any) -> list[str]:
     return [*inp.notes, *result.notes, *([note] if note else [])]
 
 
+@dataclass
+class _Session:
+    """What every input of one `llmopt predict` run shares: the model, the workers, the report stream."""
+
+    args: argparse.Namespace
+    strategy: Any
+    harness: Any
+    model: str | None
+    report: TextIO
+    bar: Any = None
+
+    def emit(self, text: str) -> None:
+        if self.bar is not None:  # keeps the progress bar below the report
+            self.bar.write(text, file=self.report)
+        else:
+            print(text, file=self.report, flush=True)
+
+    def predict(self, inp: Any, output: str | None, first: bool) -> Any:
+        """Predict one input, write its module, report it; returns its ModulePrediction."""
+        from llmopt.predict import predict_module
+        from llmopt.predict_inputs import write_output
+        from llmopt.predict_report import render_text, to_json
+
+        args, bar = self.args, self.bar
+        if bar is not None:
+            bar.set_description(Path(inp.name).name[:30])
+        result = predict_module(inp.ir, self.strategy, args.samples, self.harness, oz_backup=not args.no_oz_backup,
+                                metric=args.metric, on_function=(lambda _name: bar.update(1)) if bar else None)
+        if output is not None:
+            write_output(output, result.ir if result.ir is not None else inp.ir)
+        notes = _notes(inp, result)
+        if args.json:
+            self.emit(json.dumps(to_json(result, notes=notes, verbose=args.verbose, input=inp.path, output=output,
+                                         strategy=args.strategy, samples=args.samples, feedback=args.feedback,
+                                         llvm_version=self.harness.version, model=self.model)))
+        else:
+            name = inp.name + (f" -> {output}" if output not in (None, "-") else "")
+            self.emit(("" if first else "\n") + "\n".join(render_text(result, name=name, notes=notes,
+                                                                       verbose=args.verbose)))
+        return result
+
+
 def run_predict(args: argparse.Namespace) -> int:
     from llmopt.llvm.ir import defined_functions
     from llmopt.predict_inputs import expand_inputs, load_input, plan_outputs
@@ -192,56 +237,23 @@ def run_predict(args: argparse.Namespace) -> int:
     outputs = plan_outputs(paths, args.output, args.output_dir)  # before any work: a bad -o costs nothing
     cflags = _cflags(args)
     inputs = [load_input(path, cflags) for path in paths]
-    report = sys.stderr if args.output == "-" else sys.stdout  # `-o -`: stdout carries the IR
     from llmopt.harness import Harness
 
     total = sum(len(defined_functions(inp.ir)) for inp in inputs)
     with Harness(workers=args.workers, cache=_cache_choice(args)) as harness, \
             _progress(not args.no_progress, total) as bar:
         harness.pool.start()  # workers start up while the model loads
-        strategy, model = build_strategy(args, harness)
-        about = _about(args, model, harness.version)
-
-        def emit(line: str) -> None:
-            if bar is not None:
-                bar.write(line, file=report)
-            else:
-                print(line, file=report, flush=True)
-
+        strategy, model = build_strategy(args, harness)  # once for all inputs
+        session = _Session(args, strategy, harness, model, sys.stderr if args.output == "-" else sys.stdout, bar)
         if not args.json:
-            emit(f"llmopt predict: {len(inputs)} input{'s' if len(inputs) != 1 else ''}; {about}")
-        results = [_predict_one(args, inp, out, strategy, harness, bar, emit, model, i == 0)
-                   for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True))]
+            session.emit(f"llmopt predict: {len(inputs)} input{'s' if len(inputs) != 1 else ''}; "
+                         f"{_about(args, model, harness.version)}")
+        results = [session.predict(inp, out, i == 0) for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True))]
     if not args.json and len(results) > 1:
         from llmopt.predict_report import total_line
 
-        print(f"\n{total_line(results)}", file=report)
+        print(f"\n{total_line(results)}", file=session.report)
     return 0
-
-
-def _predict_one(args: argparse.Namespace, inp: Any, output: str | None, strategy: Any, harness: Any, bar: Any,
-                 emit: Any, model: str | None, first: bool) -> Any:
-    """Predict one input, write its module, report it; returns its ModulePrediction."""
-    from llmopt.predict import predict_module
-    from llmopt.predict_inputs import write_output
-    from llmopt.predict_report import render_text, to_json
-
-    if bar is not None:
-        bar.set_description(Path(inp.name).name[:30])
-    result = predict_module(inp.ir, strategy, args.samples, harness, oz_backup=not args.no_oz_backup,
-                            metric=args.metric, on_function=(lambda _name: bar.update(1)) if bar else None)
-    if output is not None:
-        write_output(output, result.ir if result.ir is not None else inp.ir)
-    notes = _notes(inp, result)
-    if args.json:
-        emit(json.dumps(to_json(result, notes=notes, verbose=args.verbose, input=inp.path, output=output,
-                                strategy=args.strategy, samples=args.samples, feedback=args.feedback,
-                                llvm_version=harness.version, model=model)))
-    else:
-        lines = render_text(result, name=inp.name + (f" -> {output}" if output not in (None, "-") else ""),
-                            notes=notes, verbose=args.verbose)
-        emit(("" if first else "\n") + "\n".join(lines))
-    return result
 
 
 def run_feedback_data(args: argparse.Namespace) -> int:

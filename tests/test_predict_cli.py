@@ -306,3 +306,36 @@ def test_feedback_data_writes_feedback_rows(dataset, tmp_path):
     assert set(table.column("verdict").to_pylist()) <= {fmt.SURE, fmt.RETRY}
     turn = table.column("feedback_history").to_pylist()[0][0]
     assert turn["passes"] and "instructions after" in turn["feedback"]
+
+
+def _stderr_on_a_terminal(*args: str) -> str:
+    """What `llmopt` writes to stderr when stderr is a terminal (a pty 120 columns wide)."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "llmopt", *args], stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=TIMEOUT) == 0
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_on_a_terminal_unless_no_progress(dataset):
+    args = ["predict", str(EXAMPLES / "example.ll"), "--strategy", "coreset", "--data", str(dataset), "-k", "1",
+            "--no-cache"]
+    assert "5/5" in _stderr_on_a_terminal(*args)  # the bar counts functions
+    assert _stderr_on_a_terminal(*args, "--no-progress").strip() == ""
