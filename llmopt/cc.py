@@ -76,8 +76,9 @@ def _plain(clang: str, args: list[str]) -> int:
     return subprocess.run([clang, *args]).returncode
 
 
-def _capture(clang: str, args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([clang, *args], capture_output=True)
+def _capture(clang: str, args: list[str], stdout: int | None = subprocess.DEVNULL) -> subprocess.CompletedProcess:
+    """Run clang keeping its stderr for later (shown once, or dropped when plain clang runs instead)."""
+    return subprocess.run([clang, *args], stdout=stdout, stderr=subprocess.PIPE)
 
 
 def _first_error(stderr: bytes | str) -> str:
@@ -147,21 +148,37 @@ def _optimized_build(clang: str, inv: Invocation, tmp: Path, record: UnitRecord)
     cache = AnswerCache()
     from llmopt.llvm.ir import defined_functions
 
-    if not defined_functions(ir):  # nothing to predict: what clang -Oz makes of it
+    optimize = not defined_functions(ir)  # nothing to predict: what clang -Oz makes of it
+    if optimize:
         record.status, record.reason = "skipped", "no function definitions"
-        optimized, report, opt_path = ir, None, ir_path
+        source = ir_path
     else:
         optimized, report, record.cache_hit = _answer(ir, ir_path, tmp, cache)
         opt_path.parent.mkdir()
         opt_path.write_text(optimized)
-    codegen = _capture(clang, codegen_args(inv, str(opt_path), optimize=report is None))
-    if codegen.returncode != 0:
-        raise StepFailed("codegen", _first_error(codegen.stderr))
-    if report is not None:
         _fill(record, report)
         record.objsize_oz = _objsize(clang, inv, ir_path, ir, True, cache)
         record.objsize_result = _objsize(clang, inv, opt_path, optimized, False, cache)
+        optimize = _keep_clang_oz(record)
+        source = ir_path if optimize else opt_path
+    codegen = _capture(clang, codegen_args(inv, str(source), optimize=optimize), stdout=None)  # `-o -` writes there
+    if codegen.returncode != 0:
+        raise StepFailed("codegen", _first_error(codegen.stderr))
     return frontend.stderr + codegen.stderr
+
+
+def _keep_clang_oz(record: UnitRecord) -> bool:
+    """Whether clang -Oz's own object is smaller than llmopt's (its pipeline adds the SLP vectorizer,
+    which the -Oz instruction baseline `default<Oz>` lacks): then the unit is built from that and
+    counted as -Oz.  LLMOPT_CC_GUARD=none keeps llmopt's object whatever its size."""
+    oz, ours = record.objsize_oz, record.objsize_result
+    if os.environ.get("LLMOPT_CC_GUARD", "objsize") == "none" or oz is None or ours is None or oz >= ours:
+        return False
+    record.detail["answer"] = {"instcount_result": record.instcount_result, "objsize_result": ours}
+    record.detail["kept"] = "clang -Oz"
+    record.reason = f"kept clang -Oz's smaller object ({oz} < {ours} bytes)"
+    record.instcount_result, record.objsize_result = record.instcount_oz, oz
+    return True
 
 
 def _answer(ir: str, ir_path: Path, tmp: Path, cache: AnswerCache) -> tuple[str, dict[str, Any], bool]:

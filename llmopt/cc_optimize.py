@@ -47,6 +47,8 @@ class Settings:
             raise UsageError(f"bad LLMOPT_CC_* setting: {err}") from None
         if settings.samples < 1 or settings.workers < 1 or settings.timeout <= 0:
             raise UsageError("LLMOPT_CC_SAMPLES, LLMOPT_CC_WORKERS and LLMOPT_CC_TIMEOUT must be positive")
+        if settings.model and not Path(settings.model).is_dir():
+            raise UsageError(f"LLMOPT_CC_MODEL={settings.model}: no such model directory")
         if settings.strategy not in STRATEGIES:
             raise UsageError(f"LLMOPT_CC_STRATEGY must be one of {', '.join(STRATEGIES)}, got {settings.strategy!r}")
         return settings

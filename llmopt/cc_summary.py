@@ -19,7 +19,9 @@ def totals(units: list[UnitRecord]) -> dict[str, Any]:
     sized = [u for u in done if u.objsize_oz is not None and u.objsize_result is not None]
     out: dict[str, Any] = {"units": len(units), **{s: sum(u.status == s for u in units) for s in STATUSES}}
     out.update({
-        "cache_hits": sum(u.cache_hit for u in units), "functions": sum(u.functions for u in done),
+        "cache_hits": sum(u.cache_hit for u in units), "kept_clang_oz": sum(u.detail.get("kept") == "clang -Oz"
+                                                                           for u in units),
+        "functions": sum(u.functions for u in done),
         "instcount_oz": sum(u.instcount_oz for u in done), "instcount_result": sum(u.instcount_result for u in done),
         "objsize_oz": sum(u.objsize_oz for u in sized), "objsize_result": sum(u.objsize_result for u in sized),
         "seconds": round(sum(u.seconds for u in units), 2),
@@ -65,6 +67,6 @@ def format_text(units: list[UnitRecord], directory: str | None) -> str:
                  f"{_pct(t['instcount_oz'], t['instcount_result']):>6}  {t['objsize_oz']:>9}  "
                  f"{t['objsize_result']:>9}  {_pct(t['objsize_oz'], t['objsize_result']):>6}")
     for name, u in zip(names, units, strict=True):
-        if u.status != "optimized":
-            lines.append(f"{u.status}: {name}: {u.reason}")
+        if u.status != "optimized" or u.reason:
+            lines.append(f"{u.status if u.status != 'optimized' else 'note'}: {name}: {u.reason}")
     return "\n".join(lines) + "\n"

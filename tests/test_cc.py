@@ -29,7 +29,7 @@ FILES = {
                   "long sum_squares(int n) { long s = 0; for (int i = 1; i <= n; i++) s += (long)i * i; return s; }\n",
     "strutil.c": '#include <string.h>\n#include "util.h"\nvoid reverse(char *s) {\n  for (size_t i = 0, j = strlen(s); '
                  "i + 1 < j; i++, j--) { char t = s[i]; s[i] = s[j - 1]; s[j - 1] = t; }\n}\n"
-                 "int count_vowels(const char *s) {\n  int n = 0;\n  for (; *s; s++) n += strchr(\"aeiou\", *s) != 0;\n"
+                 "int count_vowels(const char *s) {\n  int n = 0, spare;\n  for (; *s; s++) n += strchr(\"aeiou\", *s) != 0;\n"
                  "  return n;\n}\n",
     "Makefile": "CFLAGS = -O2 -g -Wall -Iinclude -DGREETING='\"hello\"'\nOBJS = main.o mathutil.o strutil.o\n"
                 "prog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n%.o: %.c\n\t$(CC) $(CFLAGS) -MMD -MP -c $< -o $@\n"
@@ -77,7 +77,8 @@ def project(tmp_path_factory):
 def test_make_build_runs_and_is_quiet(project):
     root, _, built = project
     assert built.returncode == 0, built.stderr
-    assert "llmopt" not in built.stderr and "warning" not in built.stderr  # quiet on success
+    assert "llmopt" not in built.stderr  # quiet on success; clang's own warning shown once
+    assert built.stderr.count("warning:") == built.stderr.count("unused variable 'spare'") == 1
     assert subprocess.run([root / "prog"], capture_output=True, text=True).stdout == EXPECTED
 
 
@@ -127,14 +128,16 @@ def test_syntax_error_is_reported_as_clang_reports_it(tmp_path):
 
 
 def test_failure_falls_back_to_clang_with_one_warning(tmp_path):
-    env = _env(tmp_path / "cache", LLMOPT_CC_MODEL=str(tmp_path / "no-model"))
+    env = _env(tmp_path / "cache", LLMOPT_CC_TIMEOUT="0.2")  # the prediction cannot finish in time
     (tmp_path / "ok.c").write_text("int twice(int x) { return 2 * x; }\n")
     out = _cc(["-c", "ok.c", "-o", "ok.o"], tmp_path, env, text=True)
     assert out.returncode == 0 and (tmp_path / "ok.o").stat().st_size > 0
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("llmopt cc: warning: ok.c:") and "plain clang" in lines[0]
     [unit] = _summary(tmp_path, env)["units"]
-    assert unit["status"] == "fallback" and "predict" in unit["reason"]
+    assert unit["status"] == "fallback" and unit["reason"].startswith("predict: timed out")
+    bad = _cc(["-c", "ok.c", "-o", "ok2.o"], tmp_path, {**env, "LLMOPT_CC_MODEL": str(tmp_path / "no-model")}, text=True)
+    assert bad.returncode == 0 and "LLMOPT_CC_MODEL" in bad.stderr and (tmp_path / "ok2.o").exists()
 
 
 def test_cxx_source_to_executable(tmp_path):
@@ -177,3 +180,14 @@ def test_classify_and_rewrite_arguments():
     assert bare_front[bare_front.index("-MF") + 1] == "b.d"
     link = classify(["m.c", "lib.o", "-lm", "-o", "prog"])
     assert link.mode == "link" and codegen_args(link, "m.ll")[3:7] == ["m.ll", "lib.o", "-lm", "-o"]
+
+
+def test_assembly_to_stdout_from_cached_answer(project):
+    root, env, _ = project
+    answers = AnswerCache(Path(env["LLMOPT_CACHE_DIR"]) / "cc" / "answers.sqlite")
+    stored = len(answers.cache)
+    out = _cc(["-O2", "-g", "-Wall", "-Iinclude", "-DGREETING=\"hello\"", "-S", "mathutil.c", "-o", "-"], root, env,
+              text=True)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert "gcd:" in out.stdout and "sum_squares:" in out.stdout
+    assert len(answers.cache) == stored  # the IR is the one make built: its answer and sizes are cached
