@@ -259,6 +259,7 @@ def run_predict(args: argparse.Namespace) -> int:
 def run_feedback_data(args: argparse.Namespace) -> int:
     from llmopt.errors import UsageError
     from llmopt.feedback import check_split, write_feedback_dataset
+    from llmopt.outputs import check_output_dir
 
     data = Path(args.data)
     if not data.is_dir():
@@ -271,9 +272,7 @@ def run_feedback_data(args: argparse.Namespace) -> int:
         if split not in have:
             raise UsageError(f"{args.data}: no split {split!r} (has: {', '.join(have) or 'no .parquet files'})")
         check_split(data / f"{split}.parquet")  # a bad file fails here, before the model loads
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{args.out}: exists and is not a directory")
+    out = check_output_dir(args.out, "output dataset")
     from llmopt.harness import Harness
 
     lm = _load_lm(args.model)

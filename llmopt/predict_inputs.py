@@ -21,6 +21,7 @@ from pathlib import Path
 
 from llmopt.errors import UsageError
 from llmopt.inputs import check_ir, prepare_input
+from llmopt.outputs import check_output_dir, check_output_file
 
 SOURCE_LANGUAGES = {".c": "c", ".cc": "c++", ".cpp": "c++", ".cxx": "c++"}
 INPUT_SUFFIXES = (".ll", ".bc", *SOURCE_LANGUAGES)
@@ -96,29 +97,6 @@ def load_input(path: str, cflags: list[str] | None = None) -> Input:
     return Input(path, ir, notes)
 
 
-def _check_output_file(output: str) -> None:
-    p = Path(output)
-    if p.is_dir():
-        raise UsageError(f"{output}: is a directory, expected a file name for the optimized IR "
-                         "(--output-dir DIR writes one file per input)")
-    if not p.parent.is_dir():
-        raise UsageError(f"{output}: directory {p.parent} does not exist")
-    if not os.access(p.parent, os.W_OK):
-        raise UsageError(f"{output}: cannot write into {p.parent} (permission denied)")
-
-
-def _check_output_dir(output_dir: str) -> None:
-    """The directory exists, or the nearest existing ancestor is a writable directory (made on write)."""
-    p = Path(output_dir)
-    if p.exists() and not p.is_dir():
-        raise UsageError(f"--output-dir {output_dir}: exists and is not a directory")
-    existing = p
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise UsageError(f"--output-dir {output_dir}: cannot write into {existing}")
-
-
 def plan_outputs(inputs: list[str], output: str | None, output_dir: str | None) -> list[str | None]:
     """Where each input's optimized module goes (None: not written), checked before any work.
 
@@ -129,11 +107,11 @@ def plan_outputs(inputs: list[str], output: str | None, output_dir: str | None) 
             raise UsageError(f"-o names one output file but there are {len(inputs)} inputs: "
                              "use --output-dir DIR for one optimized file per input")
         if output != "-":
-            _check_output_file(output)
+            check_output_file(output, "-o")
         return [output]
     if output_dir is None:
         return [None] * len(inputs)
-    _check_output_dir(output_dir)
+    check_output_dir(output_dir, "--output-dir")
     planned: dict[Path, str] = {}
     resolved_inputs = {Path(i).resolve() for i in inputs if i != "-"}
     for path in inputs:

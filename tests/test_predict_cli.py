@@ -234,7 +234,7 @@ BAD_PREDICT = [
     ("-o into a missing directory", {}, [EXAMPLE, "-o", "{d}/missing/out.ll"], "does not exist"),
     ("-o is a directory", {}, [EXAMPLE, "-o", "{d}"], "is a directory"),
     ("-o with two inputs", {}, [EXAMPLE, EXAMPLE, "-o", "{d}/out.ll"], "--output-dir"),
-    ("--output-dir is a file", {"f": b"x"}, [EXAMPLE, "--output-dir", "{d}/f"], "not a directory"),
+    ("--output-dir is a file", {"f": b"x"}, [EXAMPLE, "--output-dir", "{d}/f"], "expected a folder"),
     ("two inputs one output name", {"a.ll": SMALL_LL.encode(), "a.c": VEC_C.encode()},
      ["{d}", "--output-dir", "{d}/out"], "would both be written"),
     ("top-p 0", {}, [EXAMPLE, "--strategy", "nucleus", "--top-p", "0"], "top-p must be in (0.0, 1.0]"),
@@ -266,7 +266,7 @@ BAD_FEEDBACK_DATA = [
     ("no ir column", "no-ir", ["{d}", "{d}/out", *T], "no `ir` column"),
     ("missing split", "dataset", ["{d}", "{d}/out"], "no split 'validation'"),
     ("no splits", "dataset", ["{d}", "{d}/out", "--splits", ","], "--splits"),
-    ("out is a file", "dataset", ["{d}", "{d}/train.parquet", *T], "not a directory"),
+    ("out is a file", "dataset", ["{d}", "{d}/train.parquet", *T], "expected a folder"),
     ("zero limit", "dataset", ["{d}", "{d}/out", *T, "--limit", "0"], "--limit"),
 ]
 
