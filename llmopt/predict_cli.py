@@ -73,7 +73,7 @@ def add_parser(subparsers: Any) -> None:
                    help="C/C++ inputs: include directory")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
                    help="C/C++ inputs: macro")
-    p.add_argument("--cflags", default="", help="C/C++ inputs: more clang flags, one string (e.g. \"-std=gnu11\")")
+    p.add_argument("--cflags", default="", help="C/C++ inputs: more clang flags in one string: --cflags='-std=gnu11 -fno-builtin'")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="show each function's ranked candidates (pass list, count, error); in JSON: `candidates`")
     add_workers_flag(p, 2)

@@ -77,7 +77,7 @@ def compile_source(path: str, cflags: list[str]) -> str:
         lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
         first = next((ln for ln in lines if "error" in ln), lines[-1] if lines else f"exit code {proc.returncode}")
         raise UsageError(f"{path}: {compiler} cannot compile it: {first} (hint: add include directories with "
-                         "-I DIR, macros with -D NAME, other flags with --cflags '...', or give the .ll instead)")
+                         "-I DIR, macros with -D NAME, other flags with --cflags='...', or give the .ll instead)")
     return proc.stdout
 
 

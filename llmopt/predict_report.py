@@ -137,8 +137,8 @@ def render_text(p: ModulePrediction, *, name: str, notes: list[str], verbose: bo
             lines += _candidate_lines(f, p.metric)
     lines += [table[-1], _summary(p), _mode_line(p)]
     if verbose:
-        lines.append("reproduce a row: llvm-extract --func=NAME IN.ll -S -o - | opt -passes='PIPELINE' -S "
-                     "(ranked candidates: * = chosen, #1 = the strategy's first)")
+        lines.append("reproduce a row: llvm-extract --func=NAME IN.ll -S -o - | opt -passes='PIPELINE' -S (a "
+                     "one-function input: opt on IN.ll); candidates: * = chosen, #1 = the strategy's first")
     return lines + [f"note: {n}" for n in notes]
 
 
