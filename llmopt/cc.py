@@ -19,6 +19,7 @@ Quiet on success; LLMOPT_CC_VERBOSE=1 prints one line per call, LLMOPT_CC_DISABL
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -201,8 +202,6 @@ def _answer(ir: str, ir_path: Path, tmp: Path, cache: AnswerCache) -> tuple[str,
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         raise StepFailed("predict", lines[-1] if lines else f"exit code {proc.returncode}")
-    import json
-
     optimized, answer = out.read_text(), json.loads(report.read_text())
     cache.put_ir(key, optimized, answer)
     return optimized, answer, False
