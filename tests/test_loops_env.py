@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import llmopt.loops  # noqa: F401 - registers llmopt/LoopTune-v0
-from llmopt.loops.env import LoopTuneEnv
+from llmopt.loops.env import LoopTuneEnv  # importing it registers llmopt/LoopTune-v0
 
 
 def test_check_env(backend):

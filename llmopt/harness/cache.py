@@ -72,8 +72,19 @@ class ResultCache:
         except sqlite3.DatabaseError as err:
             if not is_corruption(err):
                 raise CacheUnusableError(f"cannot use the result cache {self.path}: {err}") from None
+            if not self._looks_like_a_cache():  # `--cache README.md`: not ours to move
+                raise CacheUnusableError(f"{self.path} is not an SQLite cache ({err})") from None
             self._replace_corrupt(err)
             self._create_table()
+
+    def _looks_like_a_cache(self) -> bool:
+        """A damaged cache (SQLite header, or a cache file name) may be moved aside; another file may not."""
+        try:
+            with open(self.path, "rb") as f:
+                header = f.read(16)
+        except OSError:
+            return False
+        return header.startswith(b"SQLite format 3") or self.path.suffix in (".sqlite", ".sqlite3", ".db")
 
     def _create_table(self) -> None:
         # Switching a new database to WAL and creating the table can meet SQLITE_BUSY without the busy

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from llmopt.loops import DEFAULT_POLICY
 from llmopt.loops.actions import ACTIONS, action_mask, apply
 from llmopt.loops.env import EPISODE_LENGTH, LoopTuneEnv
 from llmopt.loops.features import observation
 from llmopt.loops.nest import Nest
-
-DEFAULT_POLICY = Path(__file__).parent / "data" / "policy.zip"
 
 
 @dataclass

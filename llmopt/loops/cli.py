@@ -19,8 +19,7 @@ from llmopt.cli_options import (
     positive_int,
 )
 from llmopt.errors import UsageError, one_line
-from llmopt.loops.agent import DEFAULT_POLICY
-from llmopt.loops.tune import DEFAULT_CANDIDATES, MAX_CANDIDATES
+from llmopt.loops import DEFAULT_CANDIDATES, DEFAULT_POLICY, MAX_CANDIDATES
 
 BENCH_OUT = "runs/loops-bench"  # the committed tables are regenerated with --out docs/results/loops
 _search_seconds = float_in(0.0, 3600.0, what="seconds")

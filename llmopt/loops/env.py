@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from llmopt.loops import ENV_ID
 from llmopt.loops.actions import ACTIONS, MAX_LOOPS, action_mask, apply
 from llmopt.loops.backend import Backend
 from llmopt.loops.features import N_FEATURES, observation
@@ -81,3 +82,7 @@ class LoopTuneEnv(gym.Env):
     def close(self):
         if self._owns_backend and self._backend is not None:
             self._backend.close()
+
+
+if ENV_ID not in gym.registry:
+    gym.register(id=ENV_ID, entry_point="llmopt.loops.env:LoopTuneEnv")

@@ -8,15 +8,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from llmopt.loops import DEFAULT_CANDIDATES, MAX_CANDIDATES  # noqa: F401 - re-exported
 from llmopt.loops.agent import Policy
 from llmopt.loops.backend import Backend, numpy_gflops
 from llmopt.loops.nest import Nest, matmul
 from llmopt.loops.search import SEARCHES
 
-# Measured on 40 unseen shapes under load ~3.5 on the 2-core machine: 8 candidates 0.50 s median
-# (0.62 max), 0.876x numpy; 16: 0.88 s (1.12 max), 0.886x; 1 (greedy): 0.854x (docs/benchmarks.md).
-DEFAULT_CANDIDATES = 8
-MAX_CANDIDATES = 64  # each is compiled and measured; Priority Sampling past this only adds waiting
 # The untiled start schedule of 1024^3 (2^31 flops) already runs into the 30 s measuring timeout
 # (~50 s in all on the 2-core machine): a larger nest would only measure timeouts.
 MAX_FLOPS = 2 * 1024**3
