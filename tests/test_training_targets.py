@@ -2,8 +2,8 @@
 
 import pytest
 
-from llmopt.model import format as fmt
 from llmopt.model import default_model_dir, load_tokenizer
+from llmopt.model import format as fmt
 from training.config import config_from_dict
 from training.data import encode_rows, pick_variant
 from training.targets import choose_targets, tying_lists, variant_for
