@@ -246,12 +246,10 @@ def candidates_of(record: dict, metric: str = "instcount") -> list[metrics.Candi
 
 
 def _harness(cfg: EvalConfig) -> Any:
-    from llmopt.harness import Harness, ResultCache
+    from llmopt.harness import Harness
 
-    cache: Any = cfg.cache
-    if isinstance(cache, str):
-        cache = ResultCache(cache)
-    return Harness(workers=cfg.workers, cache=cache)
+    # A path is opened by the harness: a corrupt cache is replaced, an unusable one means no cache.
+    return Harness(workers=cfg.workers, cache=cfg.cache)
 
 
 METRICS = ("instcount", "objsize")

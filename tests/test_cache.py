@@ -78,3 +78,11 @@ def test_cache_info_on_a_corrupt_file_warns_and_reports_empty(tmp_path):
     out = _cli("cache", "info", "--json", cache_dir=tmp_path)
     assert out.returncode == 0 and "corrupt" in out.stderr
     assert json.loads(out.stdout)["caches"][0]["entries"] == 0
+
+
+def test_a_file_that_is_not_a_cache_is_never_moved(tmp_path, caplog):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes, not a database\n" * 100)
+    assert open_cache(notes) is None  # run uncached, with a warning
+    assert notes.read_text().startswith("my notes") and not list(tmp_path.glob("*.corrupt-*"))
+    assert any("not an SQLite cache" in r.getMessage() for r in caplog.records)

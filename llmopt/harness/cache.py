@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from llmopt.errors import LlmoptError
+
 DEFAULT_CACHE_DIR = Path(os.environ.get("LLMOPT_CACHE_DIR", Path.home() / ".cache" / "llmopt"))
 _SIDE_FILES = ("-wal", "-shm")  # SQLite's companions of a WAL database
 log = logging.getLogger("llmopt.cache")
@@ -37,8 +39,9 @@ def default_cache_path() -> Path:
     return DEFAULT_CACHE_DIR / "results.sqlite"
 
 
-class CacheUnusableError(RuntimeError):
-    """The cache path cannot hold a database (a directory, no permission, a read-only file)."""
+class CacheUnusableError(sqlite3.OperationalError, LlmoptError):
+    """The cache path cannot hold a database (a directory, no permission, a file that is not SQLite).
+    An OperationalError as sqlite3's own "unable to open database file" is, for callers that catch that."""
 
 
 def is_corruption(err: BaseException) -> bool:
