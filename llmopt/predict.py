@@ -166,13 +166,15 @@ def _choose(name: str, samples: list[Sample], note: str | None, results: dict[tu
 
 def predict_many(irs: Sequence[str], strategy: Strategy, n: int, harness: Any, *, oz_backup: bool = True,
                  names: Sequence[str] | None = None, want_ir: bool = False, prompts: Sequence[str] | None = None,
-                 metric: str = "instcount", on_sampled: Callable[[str], None] | None = None
-                 ) -> list[FunctionPrediction]:
+                 metric: str = "instcount", on_sampled: Callable[[str], None] | None = None,
+                 polish: int = 0) -> list[FunctionPrediction]:
     """Predict every IR (single-function modules): sample each, then verify all candidates in one batch.
 
     `prompts` (default: `irs`) is what the strategy reads for each IR, e.g. its normalized text;
     candidates are always measured on `irs`.  `on_sampled(name)` is called after each function is
     sampled (progress).  One `evaluate_tasks` call spreads the compilations over the worker pool.
+    `polish` > 0 refines the best verified candidates with greedy steps (llmopt.sampling.polish),
+    spending at most that many more compilations per function.
     """
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
@@ -194,15 +196,50 @@ def predict_many(irs: Sequence[str], strategy: Strategy, n: int, harness: Any, *
     per: list[dict[tuple[str, ...], Any]] = [{} for _ in irs]
     for (i, key), result in zip(owners, measured, strict=True):
         per[i][key] = result
-    return [_choose(names[i], samples, note, per[i], oz_backup, metric, harness.version)
-            for i, (samples, note) in enumerate(drawn)]
+    polished = [_polish(ir, results, polish, harness, metric, want_ir) if polish else None
+                for ir, results in zip(irs, per, strict=True)]
+    out = []
+    for i, (samples, note) in enumerate(drawn):
+        found = polished[i]
+        if found is not None and tuple(found.passes) not in {tuple(s.passes) for s in samples}:
+            samples = [*samples, Sample(list(found.passes), None, "polish")]
+        fp = _choose(names[i], samples, note, per[i], oz_backup, metric, harness.version)
+        if found is not None:
+            fp.compilations += found.compilations
+            if fp.passes == found.passes and found.compilations and found.improved:
+                fp.source = "polish"
+        out.append(fp)
+    return out
+
+
+POLISH_SEEDS = 3  # best verified candidates a polish starts from
+
+
+def _polish(ir: str, results: dict[tuple[str, ...], Any], budget: int, harness: Any, metric: str,
+            want_ir: bool) -> Any:
+    """Greedy refinement of the best verified lists; its best list is measured into `results`."""
+    from llmopt.llvm.passes import vocabulary
+    from llmopt.sampling.polish import Polisher
+
+    seeds = sorted(((list(k), sc) for k, r in results.items() if k and (sc := _score(r, metric)) is not None),
+                   key=lambda s: (s[1], len(s[0])))[:POLISH_SEEDS]
+    if not seeds:
+        return None
+    polisher = Polisher(lambda text, lists: harness.evaluate_many(text, lists, objsize=metric == "objsize"),
+                        vocabulary(harness.version), budget=budget, score=lambda r: _score(r, metric))
+    found = polisher.polish(ir, seeds)
+    if tuple(found.passes) not in results:
+        (results[tuple(found.passes)],) = harness.evaluate_many(ir, [found.passes], want_ir=want_ir,
+                                                                objsize=metric == "objsize")
+    return found
 
 
 def predict_function(ir: str, strategy: Strategy, n: int, harness: Any, *, oz_backup: bool = True,
-                     name: str = "", want_ir: bool = False, metric: str = "instcount") -> FunctionPrediction:
+                     name: str = "", want_ir: bool = False, metric: str = "instcount",
+                     polish: int = 0) -> FunctionPrediction:
     """Verify the first `n` samples of `strategy` on `ir` and keep the best by `metric` (docs/interfaces.md)."""
     return predict_many([ir], strategy, n, harness, oz_backup=oz_backup, names=[name], want_ir=want_ir,
-                        metric=metric)[0]
+                        metric=metric, polish=polish)[0]
 
 
 def _best_single_list(ir: str, functions: list[FunctionPrediction], harness: Any, oz_backup: bool,
@@ -246,13 +283,13 @@ def _bytes_note(p: ModulePrediction) -> str | None:
 
 def predict_module(ir: str, strategy: Strategy, n: int, harness: Any, *, oz_backup: bool = True,
                    version: int | None = None, metric: str = "instcount",
-                   on_function: Callable[[str], None] | None = None) -> ModulePrediction:
+                   on_function: Callable[[str], None] | None = None, polish: int = 0) -> ModulePrediction:
     """Predict each defined function of `ir`, then write the module the better way (module docstring).
 
     Single-list mode: the list is chosen among the distinct per-function winners (and -Oz when
     `oz_backup`) by `metric` on the whole optimized module.  Per-function mode is tried when the
     functions' winners differ and kept only if it is better by `metric`.  `on_function(name)` is
-    called as each function has been sampled (progress).
+    called as each function has been sampled (progress); `polish` as in `predict_many`.
     """
     from llmopt.llvm.ir import defined_functions, normalize_ir, split_functions
 
@@ -260,7 +297,7 @@ def predict_module(ir: str, strategy: Strategy, n: int, harness: Any, *, oz_back
     pieces = [(names[0], ir)] if len(names) == 1 else list(split_functions(ir, version))
     functions = predict_many([m for _, m in pieces], strategy, n, harness, oz_backup=oz_backup,
                              names=[name for name, _ in pieces], prompts=[normalize_ir(m) for _, m in pieces],
-                             metric=metric, on_sampled=on_function)
+                             metric=metric, on_sampled=on_function, polish=polish)
     notes = [f"@{f.name}: {f.note}" for f in functions if f.note]
     winners, noop, oz, best, chosen = _best_single_list(ir, functions, harness, oz_backup, metric)
     compilations = sum(f.compilations for f in functions) + len(winners)

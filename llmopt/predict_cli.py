@@ -52,6 +52,9 @@ def add_prediction_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model directory (default: the shipped model)")
     p.add_argument("--data", help="dataset directory for --strategy coreset (its train split)")
     p.add_argument("--no-oz-backup", action="store_true", help="keep the best model answer even if -Oz is better")
+    p.add_argument("--polish", type=nonnegative_int, default=0, metavar="N",
+                   help="refine the best verified candidates with greedy steps (append or drop one pass), at most N "
+                        "more compilations per function (default 0: off; ~300 is one or two steps)")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -214,7 +217,8 @@ class _Session:
         if bar is not None:
             bar.set_description(Path(inp.name).name[:30])
         result = predict_module(inp.ir, self.strategy, args.samples, self.harness, oz_backup=not args.no_oz_backup,
-                                metric=args.metric, on_function=(lambda _name: bar.update(1)) if bar else None)
+                                metric=args.metric, on_function=(lambda _name: bar.update(1)) if bar else None,
+                                polish=args.polish)
         if output is not None:
             write_output(output, result.ir if result.ir is not None else inp.ir)
         notes = _notes(inp, result)

@@ -64,7 +64,8 @@ def _function_row(f: FunctionPrediction, metric: str) -> list[str]:
         row += [_fmt(f.objsize_oz), _fmt(f.objsize_result), versus_oz(f.objsize_oz, f.objsize_result, " B")]
     else:
         row.append(versus_oz(f.instcount_oz, f.instcount_result))
-    backup = {"oz-backup": "  (-Oz backup)", "input": "  (nothing compiled: input kept)"}.get(f.source, "")
+    backup = {"oz-backup": "  (-Oz backup)", "input": "  (nothing compiled: input kept)",
+              "polish": "  (found by --polish)"}.get(f.source, "")
     return [*row, f.pipeline + backup]
 
 

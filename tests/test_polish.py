@@ -23,9 +23,9 @@ def test_polish_beats_its_seed_and_the_answer_reproduces_with_opt(harness, name)
     ir = (DATA / f"greedy_helps_{name}.ll").read_text()
     (oz,) = harness.evaluate_many(ir, [[OZ]])
     result = Polisher(harness.evaluate_many, vocabulary(harness.version), budget=300).polish(ir, [([OZ], oz.instcount)])
-    assert result.instcount < oz.instcount  # datagen found a one-pass extension of -Oz that helps here
+    assert result.score < oz.instcount  # datagen found a one-pass extension of -Oz that helps here
     assert 0 < result.compilations <= 300 and len(result.tried) == result.compilations
-    assert sum(count_instructions_text(run_opt(ir, result.passes)).values()) == result.instcount
+    assert sum(count_instructions_text(run_opt(ir, result.passes)).values()) == result.score
 
 
 def test_budget_and_seed_order_are_respected(harness):
@@ -47,3 +47,17 @@ def test_neighbours_add_a_meta_pass_only_to_lists_without_one():
     assert not any(p in META_PASSES for ls in after_oz for p in ls[1:])
     assert [OZ, "default<O2>"] not in after_oz and ["sroa", "default<O2>"] in pol.neighbours(["sroa"])
     assert ["gvn"] in pol.neighbours(["sroa", "gvn"]) and ["sroa"] in pol.neighbours(["sroa", "gvn"])
+
+
+def test_predict_polish_improves_a_weak_strategy_and_says_so(harness):
+    from llmopt.predict import predict_function
+    from llmopt.sampling.baselines import Coreset
+
+    ir = (DATA / "greedy_helps_coverage.ll").read_text()
+    only_oz = Coreset([[OZ]])  # a strategy that can only propose -Oz
+    plain = predict_function(ir, only_oz, 1, harness)
+    polished = predict_function(ir, only_oz, 1, harness, polish=300)
+    assert plain.passes == [OZ] and plain.source in ("model", "oz-backup")
+    assert polished.instcount_result < plain.instcount_result and polished.source == "polish"
+    assert plain.compilations < polished.compilations <= plain.compilations + 300 + 1
+    assert polished.candidates[-1].passes == polished.passes  # the polished list is shown among the candidates

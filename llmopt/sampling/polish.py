@@ -16,29 +16,35 @@ from typing import Any
 from llmopt.llvm.passes import META_PASSES
 
 Measure = Callable[[str, list[list[str]]], list[Any]]  # Harness.evaluate_many: results with .ok, .instcount
+Score = Any  # what is minimized: an int (instructions) or a tuple such as (bytes, instructions)
 
 
-def rank(instcount: int, passes: Sequence[str]) -> tuple[int, int]:
-    """Fewer instructions first, then the shorter list (the autotuner's order)."""
-    return instcount, len(passes)
+def instcount_score(result: Any) -> Score | None:
+    return result.instcount if result.ok else None
+
+
+def rank(score: Score, passes: Sequence[str]) -> tuple[Score, int]:
+    """Lower score first, then the shorter list (the autotuner's order)."""
+    return score, len(passes)
 
 
 @dataclass
 class Polished:
-    """What polishing found: the best list, its count, and how many lists it compiled."""
+    """What polishing found: the best list, its score, and how many lists it compiled."""
 
     passes: list[str]
-    instcount: int
+    score: Score
     compilations: int = 0
-    tried: list[tuple[list[str], int | None]] = field(default_factory=list)  # in compile order
+    tried: list[tuple[list[str], Score | None]] = field(default_factory=list)  # in compile order
+    improved: bool = False  # better than the best seed
 
 
 class Polisher:
     def __init__(self, measure: Measure, vocabulary: Sequence[str], budget: int = 300, max_steps: int = 8,
-                 max_len: int = 24):
+                 max_len: int = 24, score: Callable[[Any], Score | None] = instcount_score):
         if budget < 0 or max_steps < 0:
             raise ValueError("polish budget and steps must be >= 0")
-        self.measure = measure
+        self.measure, self.score = measure, score
         self.plain = [p for p in vocabulary if p not in META_PASSES]
         self.budget, self.max_steps, self.max_len = budget, max_steps, max_len
 
@@ -50,8 +56,8 @@ class Polisher:
         shrink = [passes[:i] + passes[i + 1:] for i in range(len(passes))] if len(passes) > 1 else []
         return grow + shrink
 
-    def polish(self, ir: str, seeds: Sequence[tuple[list[str], int]]) -> Polished:
-        """Refine `seeds` ((pass list, verified count), any order) on `ir` within the budget."""
+    def polish(self, ir: str, seeds: Sequence[tuple[list[str], Score]]) -> Polished:
+        """Refine `seeds` ((pass list, verified score), any order) on `ir` within the budget."""
         if not seeds:
             raise ValueError("polish needs at least one verified seed list")
         known = {tuple(p): n for p, n in seeds}
@@ -69,13 +75,13 @@ class Polisher:
                 results = self.measure(ir, fresh)
                 best.compilations += len(fresh)
                 for ls, r in zip(fresh, results, strict=True):
-                    n = r.instcount if r.ok else None
+                    n = self.score(r)
                     known[tuple(ls)] = n
                     best.tried.append((ls, n))
                 scored = [(rank(n, ls), ls, n) for ls, n in ((ls, known[tuple(ls)]) for ls in fresh) if n is not None]
                 if not scored or min(scored)[0] >= rank(current_n, current):
                     break
                 _, current, current_n = min(scored)
-            if rank(current_n, current) < rank(best.instcount, best.passes):
-                best.passes, best.instcount = list(current), current_n
+            if rank(current_n, current) < rank(best.score, best.passes):
+                best.passes, best.score, best.improved = list(current), current_n, True
         return best
