@@ -6,6 +6,8 @@ Names (`--methods`):
   random, coreset                                              llmopt.sampling baselines
   coreset_cover   set-cover ranking of the training set's best lists (each next list adds most savings)
   greedy_search   append the best pass while it helps (budget-limited; optional)
+  M_polishK       K samples of method M, then greedy polish of the best (sample k = k-th compilation),
+                  e.g. priority_polish10: model-seeded search
   autotuner       the dataset's label (compilations: the autotuner's own search budget)
   oz              -Oz itself (improvement 0 by definition: a sanity row)
 Groups: `model` = greedy,nucleus,priority; `baselines` = random,coreset,coreset_cover,autotuner,oz;
@@ -42,6 +44,7 @@ DEFAULT_METHODS = ("greedy", "nucleus", "priority", "random", "coreset", "corese
 _NUCLEUS = re.compile(r"^nucleus(?:_t(\d+(?:\.\d+)?))?$")
 _PRIORITY = re.compile(r"^priority((?:_(?:noregex|geomean|token|branch\d+))*)$")
 _FEEDBACK = re.compile(r"^feedback(?:_(fast|short|long))?$")
+_POLISH = re.compile(r"^(.+)_polish(\d+)$")  # METHOD_polishK: K samples of METHOD, then greedy polish
 
 
 class MethodError(ValueError, LlmoptError):
@@ -55,7 +58,7 @@ def expand_methods(names: Sequence[str]) -> list[str]:
         for item in GROUPS.get(name, (name,)):
             if not is_known(item):
                 raise MethodError(f"unknown method {item!r}: choose from greedy, nucleus[_tT], priority[_ablation], "
-                                  "feedback[_fast|_short|_long], random, coreset, coreset_cover, greedy_search, "
+                                  "feedback[_fast|_short|_long], random, coreset, coreset_cover, greedy_search, METHOD_polishK, "
                                   "autotuner, oz, or the groups " + ", ".join(GROUPS))
             if item not in out:
                 out.append(item)
@@ -63,11 +66,15 @@ def expand_methods(names: Sequence[str]) -> list[str]:
 
 
 def is_known(name: str) -> bool:
+    if m := _POLISH.match(name):
+        return int(m.group(2)) >= 1 and m.group(1) not in ("autotuner", "oz", "greedy_search") and is_known(m.group(1))
     return bool(name in ("random", "coreset", "coreset_cover", "greedy_search", "autotuner", "oz", "greedy")
                 or _NUCLEUS.match(name) or _PRIORITY.match(name) or _FEEDBACK.match(name))
 
 
 def needs_model(name: str) -> bool:
+    if m := _POLISH.match(name):
+        return needs_model(m.group(1))
     return name == "greedy" or bool(_NUCLEUS.match(name) or _PRIORITY.match(name) or _FEEDBACK.match(name))
 
 
@@ -191,6 +198,7 @@ class GreedySearch:
     nothing helps or the budget of compilations is spent.  Samples are the lists in compile order."""
 
     name = "greedy_search"
+    compiles_while_sampling = True
 
     def __init__(self, measure: Callable[[str, list[list[str]]], list[Any]], passes: Sequence[str] | None = None,
                  budget: int = 300, max_len: int = 12, metric: str = "instcount"):
@@ -286,6 +294,14 @@ class MethodFactory:
 
     def build(self, name: str) -> Strategy:
         o = self.options
+        if m := _POLISH.match(name):
+            from llmopt.llvm.passes import vocabulary
+            from llmopt.sampling.polish import PolishAfter
+
+            sized = o.metric == "objsize"
+            return PolishAfter(self.build(m.group(1)), lambda ir, lists: self.harness.evaluate_many(ir, lists, objsize=sized),
+                               vocabulary(self.harness.version), seeds=int(m.group(2)),
+                               score=lambda r: value_of(r, o.metric) if r.ok else None, name=name)
         if name == "oz":
             return OzOnly()
         if name == "autotuner":

@@ -328,7 +328,8 @@ def run_eval(cfg: EvalConfig) -> dict:
             targets = functions
             if name == "autotuner":
                 targets = [fn for fn in functions if fn.labelled]
-            overlap = name != "greedy_search" and not name.startswith("feedback")
+            # A strategy that compiles while it samples must not share the harness with a background chunk.
+            overlap = not getattr(strategy, "compiles_while_sampling", False)
             timings[name] = run_method(name, strategy, targets, k_max, harness, store, done, cfg.chunk,
                                        cfg.progress, overlap, cfg.metric)
             ran.append(name)

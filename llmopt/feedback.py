@@ -270,6 +270,7 @@ class FeedbackStrategy:
     """A strategy: `base` samples, followed by the distinct new lists of a feedback loop (so up to n + rounds)."""
 
     name = "feedback"
+    compiles_while_sampling = True  # its retries need the compiler's answer (callers must not share the harness)
 
     def __init__(self, lm: Any, harness: Any, *, form: FeedbackFormat = "fast", rounds: int = 2, base: Any = None):
         self.lm, self.harness, self.form, self.rounds, self.base = lm, harness, form, rounds, base

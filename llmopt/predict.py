@@ -227,7 +227,7 @@ def _polish(ir: str, results: dict[tuple[str, ...], Any], budget: int, harness: 
         return None
     polisher = Polisher(lambda text, lists: harness.evaluate_many(text, lists, objsize=metric == "objsize"),
                         vocabulary(harness.version), budget=budget, score=lambda r: _score(r, metric))
-    found = polisher.polish(ir, seeds)
+    found = polisher.polish(ir, seeds, {k: _score(r, metric) for k, r in results.items()})
     if tuple(found.passes) not in results:
         (results[tuple(found.passes)],) = harness.evaluate_many(ir, [found.passes], want_ir=want_ir,
                                                                 objsize=metric == "objsize")

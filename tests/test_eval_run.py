@@ -165,3 +165,18 @@ def test_cli_nothing_evaluated_is_an_error(tmp_path, capsys):
                       "--no-cache", "--workers", "1", "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and "nothing was evaluated" in err and err.count("\n") == 1
+
+
+def test_polish_method_spends_compilations_after_its_seeds(data, tmp_path):
+    """coreset_polish1: one coreset list, then the lists a greedy polish compiles (sample k = k-th compilation)."""
+    assert expand_methods(["priority_polish10", "coreset_polish3"]) == ["priority_polish10", "coreset_polish3"]
+    with pytest.raises(Exception, match="unknown method"):
+        expand_methods(["oz_polish3"])
+    results = run_eval(_cfg(data, tmp_path / "run", methods=["coreset", "coreset_polish1"], samples=[1, 40]))
+    plain, polished = results["methods"]["coreset"]["samples"], results["methods"]["coreset_polish1"]["samples"]
+    assert polished["1"]["overall_improvement_pct"] == plain["1"]["overall_improvement_pct"]  # same first sample
+    assert polished["40"]["compilations"] > 4  # the polish compiled more lists than its seed
+    assert polished["40"]["oz_backup"]["overall_improvement_pct"] >= polished["1"]["oz_backup"]["overall_improvement_pct"]
+    records = [json.loads(line) for line in (tmp_path / "run" / RECORDS).read_text().splitlines()]
+    samples = [r["samples"] for r in records if r.get("method") == "coreset_polish1"]
+    assert samples and all(len({tuple(c["passes"]) for c in s}) == len(s) for s in samples)  # no list twice

@@ -56,11 +56,13 @@ class Polisher:
         shrink = [passes[:i] + passes[i + 1:] for i in range(len(passes))] if len(passes) > 1 else []
         return grow + shrink
 
-    def polish(self, ir: str, seeds: Sequence[tuple[list[str], Score]]) -> Polished:
-        """Refine `seeds` ((pass list, verified score), any order) on `ir` within the budget."""
+    def polish(self, ir: str, seeds: Sequence[tuple[list[str], Score]],
+               known: dict[tuple[str, ...], Score | None] | None = None) -> Polished:
+        """Refine `seeds` ((pass list, verified score), any order) on `ir` within the budget; `known`
+        holds lists measured before (not compiled again)."""
         if not seeds:
             raise ValueError("polish needs at least one verified seed list")
-        known = {tuple(p): n for p, n in seeds}
+        known = {**(known or {}), **{tuple(p): n for p, n in seeds}}
         ordered = sorted(seeds, key=lambda s: rank(s[1], s[0]))
         best = Polished(list(ordered[0][0]), ordered[0][1])
         for passes, count in ordered:
@@ -85,3 +87,37 @@ class Polisher:
             if rank(current_n, current) < rank(best.score, best.passes):
                 best.passes, best.score, best.improved = list(current), current_n, True
         return best
+
+
+class PolishAfter:
+    """A strategy: `inner`'s first `seeds` samples, then the lists a polish of them compiles, in that order.
+
+    Sample k of the result is the k-th compilation, so an evaluation's curve at k samples is the
+    improvement reached after k compilations (Priority Sampling + polish against plain search).
+    -Oz, which every evaluation measures as its baseline anyway, may seed the polish too.
+    """
+
+    compiles_while_sampling = True  # the polish steps need counts (callers must not share the harness)
+
+    def __init__(self, inner: Any, measure: Measure, vocabulary: Sequence[str], seeds: int = 10,
+                 score: Callable[[Any], Score | None] = instcount_score, name: str | None = None):
+        self.inner, self.measure, self.vocabulary, self.seeds, self.score = inner, measure, vocabulary, seeds, score
+        self.name = name or f"{getattr(inner, 'name', 'model')}_polish{seeds}"
+
+    def sample(self, ir: str, n: int) -> list[Any]:
+        from llmopt.llvm.passes import OZ
+        from llmopt.sampling.base import Sample, distinct
+
+        drawn = self.inner.sample(ir, min(n, self.seeds))
+        lists = distinct(drawn)
+        if n <= len(drawn) or not lists:
+            return drawn[:n]
+        measured = dict(zip(map(tuple, lists + [[OZ]]), self.measure(ir, lists + [[OZ]]), strict=True))
+        seeds = sorted(((list(k), sc) for k, r in measured.items() if (sc := self.score(r)) is not None),
+                       key=lambda s: rank(s[1], s[0]))[:3]
+        if not seeds:
+            return drawn
+        budget = n - len(drawn)
+        scores = {k: self.score(r) for k, r in measured.items()}
+        found = Polisher(self.measure, self.vocabulary, budget=budget, score=self.score).polish(ir, seeds, scores)
+        return drawn + [Sample(list(ls), None, "polish") for ls, _ in found.tried]
