@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 LLVM_VERSION="${LLMOPT_LLVM_VERSION:-19}"
 
 need_apt=()
-for pkg in "llvm-${LLVM_VERSION}" "clang-${LLVM_VERSION}" csmith libcsmith-dev; do
+for pkg in "llvm-${LLVM_VERSION}" "clang-${LLVM_VERSION}" csmith libcsmith-dev make; do  # make: `llmopt cc` tests build with it
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
