@@ -7,8 +7,8 @@ import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from data_pipeline.split import SPLITS
 from data_pipeline.writer import good_lists
+from llmopt.dataset import SPLITS
 from llmopt.metrics import SIZE_BINS, overall_improvement, size_bin
 
 

@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_pipeline.autotune import Best, GoodLists, TuneConfig, TuneResult, drive, refine, search
-from data_pipeline.dedupe import Seen
 from data_pipeline.ray_connect import connect_ray
 from data_pipeline.select import SelectConfig, function_record, select_functions
 from data_pipeline.sources import SourceError, Unit, parse_source
-from data_pipeline.split import split_by_group, split_of
 from data_pipeline.writer import read_shard, write_atomic, write_dataset, write_shard
+from llmopt.dataset import Seen, split_by_group, split_of
 from llmopt.errors import LlmoptError, one_line
 from llmopt.harness import Harness, open_cache
 from llmopt.llvm.ir import normalize_ir

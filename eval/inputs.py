@@ -1,7 +1,7 @@
 """What an evaluation runs on: dataset rows (docs/interfaces.md) or a directory of .ll files.
 
-`load_functions("data/x:test", limit=100)` reads the parquet files datagen writes
-(`DIR/{split}.parquet`) or a `save_to_disk` DatasetDict; `load_functions("some/dir")` reads every
+`load_functions("data/x:test", limit=100)` reads a dataset through `llmopt.dataset.read_rows` (parquet
+splits, shards, a `save_to_disk` DatasetDict, `PATH,PATH` mixes); `load_functions("some/dir")` reads every
 `.ll` below the directory, splits multi-function modules per function and normalizes them (no
 labels: only the -Oz baseline and model-free / model methods apply).
 """
@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmopt.errors import LlmoptError, one_line
+from llmopt.dataset import is_dataset, read_rows, split_spec
+from llmopt.errors import LlmoptError
 from llmopt.inputs import check_ir, read_ir_file
 from llmopt.llvm.ir import estimate_tokens, ir_hash, normalize_ir
-
-SPLITS = ("train", "validation", "test")
 
 
 class InputError(ValueError, LlmoptError):
@@ -46,15 +45,6 @@ class Function:
         return self.passes is not None
 
 
-def split_spec(spec: str) -> tuple[str, str | None]:
-    """`PATH[:split]` -> (path, split or None); a `:` that belongs to the path is kept."""
-    if ":" in spec:
-        path, split = spec.rsplit(":", 1)
-        if split in SPLITS or (split and "/" not in split and not Path(spec).exists()):
-            return path, split
-    return spec, None
-
-
 def _from_row(row: dict[str, Any]) -> Function:
     ir = row.get("ir")
     if not isinstance(ir, str) or not ir.strip():
@@ -73,51 +63,6 @@ def _from_row(row: dict[str, Any]) -> Function:
         evaluations=row.get("evaluations"),
         optimized_ir=row.get("optimized_ir"),
     )
-
-
-def read_rows(path: str | Path, split: str) -> list[dict[str, Any]]:
-    """Rows of one split of a dataset directory: `{split}.parquet`, or a save_to_disk DatasetDict.
-
-    Several directories separated by commas (a training mix, `training.data.read_split`) give their
-    rows in order, each function (`ir_hash`) once.
-    """
-    if "," in str(path):
-        from data_pipeline.dedupe import unique_rows
-
-        return list(unique_rows(r for part in str(path).split(",") if part for r in read_rows(part, split)))
-    path = Path(path)
-    parquet = path / f"{split}.parquet"
-    if parquet.exists():
-        return _read_parquet(parquet)
-    shards = sorted(path.glob(f"{split}-*.parquet")) + sorted((path / split).glob("*.parquet"))
-    if shards:
-        return [r for s in shards for r in _read_parquet(s)]
-    if (path / "dataset_dict.json").exists() or (path / split / "dataset_info.json").exists():
-        import datasets
-
-        try:
-            dd = datasets.load_from_disk(str(path))
-        except Exception as err:  # datasets raises many kinds for a damaged folder
-            raise InputError(f"{path}: cannot load the dataset: {one_line(err)}") from None
-        if split not in dd:
-            raise InputError(f"{path}: no split {split!r} (has {', '.join(dd)})")
-        return dd[split].to_list()
-    return []
-
-
-def _read_parquet(path: Path) -> list[dict[str, Any]]:
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_table(path).to_pylist()
-    except (OSError, ValueError) as err:  # ArrowInvalid is a ValueError: not parquet, truncated
-        raise InputError(f"{path}: not a readable parquet file ({one_line(err)})") from None
-
-
-def is_dataset(path: str | Path) -> bool:
-    path = Path(path)
-    return any((path / f"{s}.parquet").exists() for s in SPLITS) or (path / "dataset_dict.json").exists() or any(
-        path.glob("*-*.parquet"))
 
 
 def _from_ll_dir(path: Path) -> list[Function]:

@@ -29,18 +29,13 @@ ENGINES = ("torch", "transformers")
 
 
 def _rows(data: str | None) -> list[dict]:
-    import pyarrow.parquet as pq
+    from llmopt.dataset import read_rows
 
     if data is None:
         from training.sample_data import cached_sample_dataset
 
         data = str(cached_sample_dataset(Path(tempfile.gettempdir()) / "llmopt_bench_sample_data"))
-    rows = []
-    for split in ("test", "validation"):
-        path = Path(data) / f"{split}.parquet"
-        if path.exists():
-            rows += pq.read_table(path).to_pylist()
-    return rows
+    return read_rows(data, "test") + read_rows(data, "validation")
 
 
 def cold(model: str | None, ir_file: Path, strategy: str, samples: int, repeats: int, engine: str) -> float:

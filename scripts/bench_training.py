@@ -22,8 +22,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from llmopt.dataset import read_rows  # noqa: E402
 from llmopt.llvm.passes import vocabulary  # noqa: E402
-from training.data import BatchSchedule, collate, encode_rows, read_split  # noqa: E402
+from training.data import BatchSchedule, collate, encode_rows  # noqa: E402
 from training.presets import count_parameters, llama_config  # noqa: E402
 from training.sample_data import cached_sample_dataset  # noqa: E402
 from training.tokenizer import chars_per_token, train_tokenizer  # noqa: E402
@@ -61,11 +62,11 @@ def main() -> int:
     parser.add_argument("--data", help="dataset dir with train.parquet (default: the sample dataset)")
     args = parser.parse_args()
     data = Path(args.data) if args.data else cached_sample_dataset(Path(tempfile.gettempdir()) / "llmopt_sample_data")
-    rows = read_split(data, "train")
+    rows = read_rows(data, "train")
     with tempfile.TemporaryDirectory() as tmp:
         texts = [t for r in rows for t in (r["ir"], r["optimized_ir"])]
         tokenizer = train_tokenizer(texts, vocabulary(), tmp, vocab_size=4096)
-        cpt = chars_per_token(tokenizer, [r["ir"] for r in read_split(data, "validation")] or texts[:50])
+        cpt = chars_per_token(tokenizer, [r["ir"] for r in read_rows(data, "validation")] or texts[:50])
     print(f"data {data} ({len(rows)} train rows), tokenizer {len(tokenizer)} tokens, {cpt:.2f} chars/token; "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads, load average {os.getloadavg()[0]:.1f}")
     print("| preset | parameters | batch (sequences x tokens) | training tokens/s |")

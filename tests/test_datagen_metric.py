@@ -9,7 +9,7 @@ import pytest
 
 from data_pipeline.cli import main
 from data_pipeline.job import JobConfig, JobError, _check_config
-from data_pipeline.writer import COLUMNS, OBJSIZE_COLUMNS, load_dataset_dict
+from llmopt.dataset import COLUMNS, OBJSIZE_COLUMNS, load_dataset_dict
 
 pytestmark = pytest.mark.timeout(300)
 REPO = Path(__file__).resolve().parent.parent

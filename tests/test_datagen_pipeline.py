@@ -1,4 +1,4 @@
-"""End-to-end datagen on a few csmith functions with a tiny budget, plus dedupe and split stability."""
+"""End-to-end datagen on a few csmith functions with a tiny budget; the job's options and config file."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ from pathlib import Path
 import pytest
 
 from data_pipeline.cli import main
-from data_pipeline.dedupe import Seen, unique_rows
-from data_pipeline.split import split_of
-from data_pipeline.writer import COLUMNS, load_dataset_dict
+from llmopt.dataset import COLUMNS, load_dataset_dict
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -64,26 +62,6 @@ def test_bad_arguments_exit_nonzero(capsys, tmp_path: Path):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "must be" in err, err
     assert not Path(never).exists()
-
-
-def test_dedupe_keeps_first_occurrence():
-    rows = [{"ir_hash": "a", "i": 0}, {"ir_hash": "b", "i": 1}, {"ir_hash": "a", "i": 2}]
-    assert [r["i"] for r in unique_rows(rows)] == [0, 1]
-    seen = Seen(["b"])
-    assert [r["i"] for r in unique_rows(rows, seen)] == [0]
-
-
-def test_split_is_stable_and_disjoint():
-    import hashlib
-
-    hashes = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(5000)]
-    first = [split_of(h) for h in hashes]
-    assert first == [split_of(h) for h in hashes]  # a pure function of the hash
-    shares = {s: first.count(s) / len(first) for s in ("train", "validation", "test")}
-    assert 0.06 < shares["test"] < 0.10 and 0.06 < shares["validation"] < 0.10
-    # Known values pin the rule: changing it would move functions between train and test.
-    assert split_of("0" * 64) == "test"
-    assert split_of("f" * 64) == "train"
 
 
 def test_config_file_with_command_line_overrides(tmp_path: Path):

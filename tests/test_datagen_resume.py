@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from data_pipeline.writer import load_dataset_dict, read_shard
+from data_pipeline.writer import read_shard
+from llmopt.dataset import load_dataset_dict
 
 pytestmark = pytest.mark.timeout(300)
 ARGS = ["--source", "csmith:8", "--budget", "10", "--greedy-steps", "0", "--broadcast-top", "2",

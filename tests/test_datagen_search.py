@@ -1,16 +1,13 @@
 """The v3 autotuner's rules: greedy runs until a step stops helping, every good list is kept, the broadcast
-reaches every function, ties go to the shorter list, labels reproduce with `opt` run as a subprocess,
-and the package split keeps each package in one split."""
+reaches every function, ties go to the shorter list, labels reproduce with `opt` run as a subprocess."""
 
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 
 import pytest
 
 from data_pipeline.autotune import GoodLists, TuneConfig, TuneResult, drive, rank, refine, search
-from data_pipeline.split import split_by_group
 from llmopt.harness import Harness
 from llmopt.llvm.passes import OZ, vocabulary
 from llmopt.llvm.subprocess_opt import count_instructions_text, run_opt
@@ -110,17 +107,3 @@ def test_committed_v3_labels_reproduce_with_opt():
         for passes, count in [(row["passes"], row["instcount_best"]), ([OZ], row["instcount_oz"])]:
             assert sum(count_instructions_text(run_opt(irs[row["ir_hash"]], passes)).values()) == count
         assert row["instcount_best"] <= row["instcount_oz"]
-
-
-def test_package_split_keeps_each_package_whole_and_fills_the_shares():
-    rows = [{"ir_hash": f"{p}-{i}", "package": f"pkg{p}"} for p in range(40) for i in range(10 + p % 7)]
-    split = split_by_group(rows, test_share=0.1, validation_share=0.1, seed=0)
-    of_package: dict[str, set[str]] = {}
-    for r in rows:
-        of_package.setdefault(r["package"], set()).add(split[r["ir_hash"]])
-    assert all(len(s) == 1 for s in of_package.values())
-    sizes = Counter(split.values())
-    assert sizes["test"] >= 0.1 * len(rows) and sizes["validation"] >= 0.1 * len(rows)
-    assert sizes["train"] > 0.7 * len(rows)
-    assert split == split_by_group(list(reversed(rows)), 0.1, 0.1, seed=0), "order of rows does not matter"
-    assert split != split_by_group(rows, 0.1, 0.1, seed=1), "the seed picks the packages"

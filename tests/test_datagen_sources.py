@@ -9,7 +9,8 @@ import pytest
 from data_pipeline.job import JobConfig, run_job
 from data_pipeline.sources import SourceError, parse_source
 from data_pipeline.sources.directory import DirectorySource
-from data_pipeline.writer import load_dataset_dict, read_shard
+from data_pipeline.writer import read_shard
+from llmopt.dataset import load_dataset_dict
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -3,7 +3,7 @@
 import datasets
 import pytest
 
-from eval.inputs import InputError, load_functions, split_spec
+from eval.inputs import InputError, load_functions
 
 
 def _row(i: int) -> dict:
@@ -11,12 +11,6 @@ def _row(i: int) -> dict:
     return {"source": "csmith" if i % 2 else "pypi:zlib", "name": f"f{i}", "ir": ir, "ir_hash": f"h{i:03d}",
             "n_tokens": 10, "instcount_input": 2, "instcount_oz": 1, "passes": ["default<Oz>"], "instcount_best": 1,
             "optimized_ir": ir, "evaluations": 7}
-
-
-def test_split_spec():
-    assert split_spec("data/x:test") == ("data/x", "test")
-    assert split_spec("data/x") == ("data/x", None)
-    assert split_spec("data/x:validation") == ("data/x", "validation")
 
 
 def test_parquet_and_save_to_disk_read_the_same(tmp_path):

@@ -3,10 +3,10 @@
 import pytest
 from transformers import PreTrainedTokenizerFast
 
+from llmopt.dataset import read_rows
 from llmopt.llvm.passes import vocabulary
 from llmopt.model import format as fmt
 from llmopt.model.tokenizer import ModelMeta, load_tokenizer, pass_token_ids, stop_token_ids
-from training.data import read_split
 from training.sample_data import cached_sample_dataset
 from training.tokenizer import chars_per_token, train_tokenizer
 
@@ -14,11 +14,11 @@ from training.tokenizer import chars_per_token, train_tokenizer
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     data = cached_sample_dataset(tmp_path_factory.getbasetemp() / "llmopt_sample_data")
-    rows = read_split(data, "train")
+    rows = read_rows(data, "train")
     out = tmp_path_factory.mktemp("tok")
     texts = [t for r in rows for t in (r["ir"], r["optimized_ir"])]
     train_tokenizer(texts, vocabulary(), out, vocab_size=1000, llvm_version=19)
-    return out, read_split(data, "validation")
+    return out, read_rows(data, "validation")
 
 
 def test_round_trip_and_compression(trained):

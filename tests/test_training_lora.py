@@ -4,11 +4,11 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from llmopt.dataset import read_rows
 from llmopt.llvm.passes import vocabulary
 from llmopt.model import load_meta, load_model, pass_token_ids
 from training import lora
 from training.config import LoraConfig, config_from_dict
-from training.data import read_split
 from training.sample_data import cached_sample_dataset
 from training.train import train
 
@@ -46,7 +46,7 @@ def test_wrap_and_merge():
 def test_lora_finetune_foreign_checkpoint(tmp_path_factory, tmp_path):
     data = cached_sample_dataset(tmp_path_factory.getbasetemp() / "llmopt_sample_data")
     base = tmp_path / "base"
-    _foreign_checkpoint(base, [r["ir"] for r in read_split(data, "train")])
+    _foreign_checkpoint(base, [r["ir"] for r in read_rows(data, "train")])
     cfg = config_from_dict(dict(data_dir=str(data), out_dir=str(tmp_path / "run"), init_from=str(base),
                                 context_length=2048, batch_size=2, max_steps=3, lr=1e-3, warmup_steps=1,
                                 log_interval=1, checkpoint_interval=3, eval_interval=0, val_functions=0,

@@ -4,12 +4,12 @@ import csv
 
 import pytest
 
+from llmopt.dataset import read_rows
 from llmopt.harness import Harness
 from llmopt.model import format as fmt
 from llmopt.model import load_meta, load_model
 from training import validation
 from training.config import config_from_dict
-from training.data import read_split
 from training.sample_data import cached_sample_dataset
 from training.train import lr_at, train
 from training.validation import ValidationCallback, harness_measure
@@ -61,7 +61,7 @@ def test_train_resume_export(data, tmp_path):
     model, tok = load_model(final, engine="transformers")
     meta = load_meta(final)
     assert meta.extra["steps"] == 12 and meta.llvm_version == 19 and meta.extra["training_tokens"] > 0
-    row = read_split(data, "validation")[0]
+    row = read_rows(data, "validation")[0]
     ids = tok(fmt.build_prompt(row["ir"]), return_tensors="pt", add_special_tokens=False)
     gen = model.generate(**ids, max_new_tokens=8, do_sample=False)
     fmt.parse_answer(tok.decode(gen[0]), meta.passes)  # garbage from 12 steps parses without raising
@@ -71,7 +71,7 @@ def test_validation_callback_metrics(data, tmp_path, harness, monkeypatch):
     out = tmp_path / "run"
     final = train(_cfg(data, out, max_steps=4, checkpoint_interval=4), progress=False)
     model, tok = load_model(final, engine="transformers")
-    rows = read_split(data, "validation")[:3]
+    rows = read_rows(data, "validation")[:3]
     callback = ValidationCallback(rows, harness_measure(harness), load_meta(final).passes, max_new_tokens=24)
     metrics = callback(model, tok)
     assert {"improvement_over_oz", "autotuner_improvement", "valid_pass_lists"} <= set(metrics)
@@ -84,17 +84,3 @@ def test_validation_callback_metrics(data, tmp_path, harness, monkeypatch):
     assert perfect["valid_pass_lists"] == 100 and perfect["instcount_input_mape"] == 0
     assert perfect["instcount_output_mape"] == 0 and perfect["ir_parses"] == 100
     assert perfect["ir_exact_match"] == 100 and perfect["ir_bleu"] == pytest.approx(1.0)
-
-
-def test_read_split_mixes_datasets_without_duplicates(data, tmp_path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = read_split(data, "train")
-    other = tmp_path / "other"
-    other.mkdir()
-    extra = dict(rows[0], ir_hash="f" * 64, name="only_in_other")
-    pq.write_table(pa.Table.from_pylist([rows[0], extra]), other / "train.parquet")
-    mixed = read_split(f"{data},{other}", "train")
-    assert [r["ir_hash"] for r in mixed] == [r["ir_hash"] for r in rows] + ["f" * 64]
-    assert read_split(f"{other},{data}", "validation") == read_split(data, "validation")

@@ -1,4 +1,4 @@
-"""Dataset rows -> token ids with answer-only labels -> padded batches, deterministically by step.
+"""Dataset rows (`llmopt.dataset.read_rows`) -> token ids with answer-only labels -> padded batches.
 
 Batches are a pure function of (seed, step): resuming at step k sees exactly the batches an
 uninterrupted run would have seen, with no sampler state to checkpoint.
@@ -6,30 +6,12 @@ uninterrupted run would have seen, with no sampler state to checkpoint.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from llmopt.model import format as fmt
-
-
-def read_split(data_dir: str | Path, split: str) -> list[dict[str, Any]]:
-    """Rows of `data_dir/{split}.parquet` (docs/interfaces.md); [] if the split is absent.
-
-    `data_dir` may name several datasets separated by commas (a training mix): their rows are
-    concatenated in that order, a function (normalized-IR hash) kept once.  Datagen assigns splits
-    by that hash, so a function is in the same split in every dataset and the mix cannot leak test
-    functions into train.
-    """
-    import pyarrow.parquet as pq
-
-    from data_pipeline.dedupe import unique_rows
-
-    paths = [Path(part) / f"{split}.parquet" for part in str(data_dir).split(",") if part]
-    tables = [pq.read_table(p).to_pylist() for p in paths if p.exists()]
-    return tables[0] if len(tables) == 1 else list(unique_rows(r for t in tables for r in t))
 
 
 def encode_rows(rows: list[dict[str, Any]], tokenizer: Any, max_length: int, *, with_ir: bool = True,

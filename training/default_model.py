@@ -14,10 +14,10 @@ import shutil
 import sys
 from pathlib import Path
 
+from llmopt.dataset import read_rows
 from llmopt.model.loading import default_model_dir
 from llmopt.model.tokenizer import ModelMeta, load_tokenizer
 from training.config import load_config, parse_override
-from training.data import read_split
 from training.tokenizer import chars_per_token
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,7 +54,7 @@ def model_card(run: Path, model: Path, data_dir: str, command: str) -> str:
     extra = meta.extra
     val = extra.get("validation") or {}
     tok = load_tokenizer(model)
-    val_rows = read_split(data_dir, "validation")
+    val_rows = read_rows(data_dir, "validation")
     cpt = chars_per_token(tok, [r["ir"] for r in val_rows[:200]]) if val_rows else float("nan")
     datasets = " + ".join(_dataset_name(Path(part).resolve()) for part in data_dir.split(",") if part)
     lines = [

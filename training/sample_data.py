@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from llmopt.dataset import write_splits
 from llmopt.llvm.ir import ir_hash, normalize_ir
 from llmopt.llvm.passes import build_pipeline
 from llmopt.llvm.subprocess_opt import count_instructions_text, run_opt
@@ -96,8 +97,6 @@ def make_rows(names: list[str] | None = None) -> list[dict]:
 
 def write_sample_dataset(out_dir: str | Path, n_validation: int = 4, n_test: int = 4) -> Path:
     """Write train/validation/test parquet files of the sample rows to `out_dir` (deterministic split)."""
-    import datasets
-
     rows = sorted(make_rows(), key=lambda r: r["ir_hash"])
     splits = {
         "validation": rows[:n_validation],
@@ -105,9 +104,7 @@ def write_sample_dataset(out_dir: str | Path, n_validation: int = 4, n_test: int
         "train": rows[n_validation + n_test:],
     }
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for split, split_rows in splits.items():
-        datasets.Dataset.from_list(split_rows).to_parquet(str(out_dir / f"{split}.parquet"))
+    write_splits(splits, out_dir)
     (out_dir / "README.md").write_text("# llmopt sample dataset\nTiny real dataset made by training/sample_data.py.\n")
     return out_dir
 

@@ -27,11 +27,12 @@ from typing import Any
 
 import torch
 
+from llmopt.dataset import read_rows
 from llmopt.model import format as fmt
 from llmopt.model.tokenizer import ModelMeta, load_tokenizer
 from training import lora as lora_mod
 from training.config import TrainConfig
-from training.data import BatchSchedule, collate, encode_rows, pick_variant, read_split
+from training.data import BatchSchedule, collate, encode_rows, pick_variant
 from training.presets import llama_config
 from training.targets import choose_targets
 from training.validation import MeasureFn, ValidationCallback, harness_measure
@@ -158,8 +159,8 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
     main = accelerator.is_main_process
 
     # ---- data, tokenizer, model
-    train_rows = read_split(cfg.data_dir, "train")[: cfg.max_train_examples]
-    val_rows = read_split(cfg.data_dir, "validation")
+    train_rows = read_rows(cfg.data_dir, "train")[: cfg.max_train_examples]
+    val_rows = read_rows(cfg.data_dir, "validation")
     if not train_rows:
         raise FileNotFoundError(f"no training rows in {cfg.data_dir}/train.parquet")
     llvm_version = train_rows[0].get("llvm_version")
@@ -342,6 +343,6 @@ def _last_row(path: Path) -> dict[str, float]:
 
 def prompt_answer_lengths(cfg: TrainConfig, tokenizer: Any) -> list[int]:
     """Token lengths of every training example (for choosing `context_length`)."""
-    rows = read_split(cfg.data_dir, "train")
+    rows = read_rows(cfg.data_dir, "train")
     return [len(tokenizer("".join(fmt.build_example(r, with_ir=cfg.with_ir)), add_special_tokens=False)["input_ids"])
             for r in rows]

@@ -60,13 +60,14 @@ class Coreset:
 
     @classmethod
     def from_dataset(cls, data_dir: str | Path, split: str = "train") -> Coreset:
-        """From the `passes` column of `data_dir/{split}.parquet` (docs/interfaces.md)."""
-        import pyarrow.parquet as pq
+        """From the `passes` column of a dataset split (`llmopt.dataset.read_rows`: DatasetError if unreadable)."""
+        from llmopt.dataset import read_rows
 
-        path = Path(data_dir) / f"{split}.parquet"
-        if not path.exists():
-            raise FileNotFoundError(f"{path} not found: the coreset needs a dataset's training split")
-        return cls(pq.read_table(path, columns=["passes"]).column("passes").to_pylist())
+        rows = read_rows(data_dir, split, columns=["passes"])
+        if not rows:
+            raise FileNotFoundError(f"{data_dir}: no {split} split (or it is empty): the coreset needs a dataset's "
+                                    "training split")
+        return cls([r["passes"] for r in rows])
 
     def sample(self, ir: str, n: int) -> list[Sample]:
         return [Sample(list(p), None) for p in self.lists[:n]]
