@@ -1,11 +1,6 @@
-"""`llmopt datagen`: build an autotuned dataset.  `add_parser(subparsers)` registers the subcommand;
-`python -m data_pipeline.cli ...` runs it standalone.
-
-    llmopt datagen --source csmith:1000 --source pypi:default --budget 1000 --out data/my-dataset
-
-Real C: `pypi:default` is pycryptodome, brotli and lz4 (what the committed dataset used); `pypi:all`
-is the 21 PyPI packages curated first; `packages:all` is the whole checked catalog of PyPI and npm
-packages in data_pipeline/sources/catalog.py (each pinned); `pypi:zstandard,lupa` picks some.
+"""The data commands: `llmopt datagen` (an autotuned dataset) and `llmopt feedback-data` (a compiler-feedback
+training set).  `add_parser(subparsers)` registers both; `python -m data_pipeline.cli ...` runs datagen
+standalone.  The work happens in data_pipeline.job and data_pipeline.feedback_data, imported when a command runs.
 """
 
 from __future__ import annotations
@@ -16,24 +11,39 @@ import sys
 
 from llmopt.cli_options import (
     add_cache_flags,
+    add_json_flag,
     add_progress_flag,
     add_workers_flag,
+    cache_choice,
     float_in,
     nonnegative_int,
     positive_int,
     seconds_float,
 )
 
+DATAGEN_DESCRIPTION = """`llmopt datagen`: build an autotuned dataset.
+
+    llmopt datagen --source csmith:1000 --source pypi:default --budget 1000 --out data/my-dataset
+
+Real C: `pypi:default` is pycryptodome, brotli and lz4 (what the committed dataset used); `pypi:all`
+is the 21 PyPI packages curated first; `packages:all` is the whole checked catalog of PyPI and npm
+packages in data_pipeline/sources/catalog.py (each pinned); `pypi:zstandard,lupa` picks some.
+"""
 _share = float_in(0.0, 1.0, what="share")
 ARGS = ("metric", "budget", "greedy_steps", "max_len", "seed", "max_tokens", "min_instructions", "package_cap", "shard_units",
         "shard_functions", "broadcast_top", "split", "test_share", "validation_share", "tokenizer", "workers",
         "executor", "address", "cache", "limit_shards", "shard_range", "seconds", "run_timeout", "eval_timeout")
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Register `datagen` on an argparse subparsers object; the handler is `args.func(args) -> int`."""
+def add_parser(subparsers) -> None:
+    """Register `datagen` and `feedback-data` on an argparse subparsers object; handlers are `args.func(args) -> int`."""
+    add_datagen_parser(subparsers)
+    add_feedback_data_parser(subparsers)
+
+
+def add_datagen_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("datagen", help="generate an autotuned (IR -> best pass list) dataset",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=DATAGEN_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", action="append", default=None, metavar="SPEC",
                    help="csmith:N | dir:PATH[;-Iinc;-DX] | pypi:default|all|PKG,PKG | npm:PKG,PKG | packages:all | "
                         "gcc-tests[:N] (repeatable); packages:all = the checked catalog in "
@@ -79,6 +89,25 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="report where the job in --out stands and the labels found so far, then exit")
     p.set_defaults(func=handler)
     return p
+
+
+def add_feedback_data_parser(subparsers) -> argparse.ArgumentParser:
+    f = subparsers.add_parser(
+        "feedback-data", help="build a compiler-feedback training set from a model's answers (thesis ch. 5)",
+        description="Answer every row of a dataset split with the base model, compile, and write rows whose "
+                    "prompt carries (answer, feedback) and whose target is the verdict + the best pass list.")
+    f.add_argument("data", help="dataset directory (train/validation/test parquet)")
+    f.add_argument("out", help="output dataset directory")
+    f.add_argument("--model", help="base model directory (default: the shipped model)")
+    f.add_argument("--format", choices=("fast", "short", "long"), default="fast")
+    f.add_argument("--splits", default="train,validation", help="splits to convert (default train,validation)")
+    f.add_argument("--limit", type=positive_int, help="at most this many rows per split")
+    add_workers_flag(f, 2)
+    add_cache_flags(f)
+    add_progress_flag(f)
+    add_json_flag(f)
+    f.set_defaults(func=run_feedback_data)
+    return f
 
 
 def config_from_args(args: argparse.Namespace):
@@ -137,6 +166,33 @@ def handler(args: argparse.Namespace) -> int:
         return 1
     print(f"datagen: {stats.functions} functions, {stats.evaluations} evaluations in {stats.seconds:.0f}s "
           f"-> {cfg.out}")
+    return 0
+
+
+def run_feedback_data(args: argparse.Namespace) -> int:
+    """`llmopt feedback-data`: the dataset, the splits and the output folder are checked before the model loads."""
+    import json
+    from pathlib import Path
+
+    from data_pipeline.feedback_data import check_dataset, write_feedback_dataset
+    from llmopt.errors import UsageError
+    from llmopt.harness import Harness
+    from llmopt.outputs import check_output_dir
+    from llmopt.predict_cli import load_lm
+
+    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
+    check_dataset(args.data, splits)
+    if not splits:
+        raise UsageError("--splits names no split (e.g. --splits train,validation)")
+    out = check_output_dir(args.out, "output dataset")
+    lm = load_lm(args.model)
+    with Harness(workers=args.workers, cache=cache_choice(args)) as harness:
+        counts = write_feedback_dataset(lm, Path(args.data), out, harness, form=args.format, splits=splits,
+                                        limit=args.limit, progress=not args.no_progress and sys.stderr.isatty())
+    if args.json:
+        print(json.dumps({"out": str(out), "rows": counts, "format": args.format, "model": lm.path}))
+    else:
+        print(f"feedback dataset written to {out}: " + ", ".join(f"{s} {n} rows" for s, n in counts.items()))
     return 0
 
 

@@ -16,6 +16,7 @@ from llmopt.cli_options import (
     add_cache_flags,
     add_progress_flag,
     add_workers_flag,
+    cache_choice,
     nonnegative_int,
     positive_int,
     samples_int,
@@ -99,11 +100,10 @@ def handler(args: argparse.Namespace) -> int:
                             greedy_search_budget=args.greedy_search_budget, coreset_candidates=args.coreset_candidates,
                             coreset_train=args.coreset_train, feedback_rounds=args.feedback_rounds,
                             threads=args.threads, max_passes=args.max_passes, metric=args.metric)
-    cache: str | bool = False if args.no_cache else (args.cache or True)
     cfg = EvalConfig(dataset=args.dataset, out=out, methods=methods, samples=args.samples,
                      limit=args.limit, seed=args.seed, train_dataset=args.train_dataset, options=options,
                      quality_limit=args.quality_limit, quality_max_new_tokens=args.quality_max_new_tokens,
-                     objsize=not args.no_objsize, workers=args.workers, cache=cache, chunk=args.chunk,
+                     objsize=not args.no_objsize, workers=args.workers, cache=cache_choice(args), chunk=args.chunk,
                      progress=not args.no_progress, metric=args.metric)
     results = run_eval(cfg)
     ks = [str(k) for k in results["samples"]]

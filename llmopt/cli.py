@@ -14,7 +14,7 @@ import sys
 from typing import NoReturn
 
 from llmopt import __version__
-from llmopt.cli_options import add_cache_flags, add_json_flag
+from llmopt.cli_options import add_cache_flags, add_json_flag, cache_choice
 from llmopt.errors import EXIT_INTERRUPTED, EXIT_USAGE, LlmoptError, UsageError, one_line
 from llmopt.inputs import prepare_input, read_ir_file
 from llmopt.llvm.toolchain import ToolchainError
@@ -66,7 +66,7 @@ def _cmd_opt(args: argparse.Namespace) -> int:
     pipeline, passes = resolve_pipeline(args.passes)
     ir, notes = prepare_input(args.file)
     instcount_input = Context().parse(ir).instcount()
-    with Harness(workers=1, cache=_cache_choice(args)) as harness:
+    with Harness(workers=1, cache=cache_choice(args)) as harness:
         oz = harness.evaluate(ir, [OZ])
         result = harness.evaluate_pipeline(ir, pipeline, want_ir=output is not None)
     if not result.ok:
@@ -86,11 +86,6 @@ def _cmd_opt(args: argparse.Namespace) -> int:
         print(f"result    {result.instcount:>7}  ({saving:+.2f}% vs -Oz)")
         print(f"pipeline  opt -passes='{pipeline}'")
     return 0
-
-
-def _cache_choice(args: argparse.Namespace) -> bool | str:
-    """The Harness `cache` argument for add_cache_flags' --cache FILE / --no-cache."""
-    return False if args.no_cache else (args.cache or True)
 
 
 def _cmd_passes(args: argparse.Namespace) -> int:

@@ -68,6 +68,11 @@ def add_cache_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
 
 
+def cache_choice(args: argparse.Namespace) -> bool | str:
+    """The Harness `cache` argument for add_cache_flags' --cache FILE / --no-cache."""
+    return False if args.no_cache else (args.cache or True)
+
+
 def add_progress_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 

@@ -15,21 +15,16 @@ is `build_prompt(ir, history=[(answer, feedback text), ...])`, and the model's a
 `<verdict>I am sure!</verdict>` or `<verdict>Let me try again.</verdict>`; the loop stops at
 "I am sure!" or after `rounds` rounds.
 
-Training a feedback model: `write_feedback_dataset` answers every row of a dataset split with the
-base model and writes rows with two extra columns, `feedback_history` (the turn: answer + feedback
-text) and `verdict` (SURE when the predicted output count equals the real one, as in the thesis),
-whose target is the autotuner's answer.  `llmopt.model.format.build_example` reads these columns,
-so the ordinary trainer fine-tunes on them: `llmopt train training/configs/feedback-fast.json`.
+Training a feedback model needs a dataset of such turns: `data_pipeline/feedback_data.py` builds it
+with this loop's `generate_answer` and `compute_feedback` (`llmopt feedback-data`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
-from llmopt.errors import LlmoptError, one_line
 from llmopt.model import format as fmt
 from llmopt.sampling.base import PromptTooLongError, Sample, distinct
 
@@ -234,8 +229,8 @@ def generate_answer(lm: Any, ir: str, history: list[tuple[fmt.Answer, str]] = ()
     return answer, text
 
 
-def _as_turn(answer: fmt.ParsedAnswer, form: FeedbackFormat) -> fmt.Answer:
-    # Fast feedback never shows the generated IR; Short/Long keep it in the history.
+def as_turn(answer: fmt.ParsedAnswer, form: FeedbackFormat) -> fmt.Answer:
+    """The answer as a history turn: Fast feedback never shows the generated IR; Short/Long keep it."""
     return fmt.Answer(answer.passes, answer.instcount_input, answer.instcount_output,
                       answer.optimized_ir if form != "fast" else None)
 
@@ -254,7 +249,7 @@ def feedback_loop(lm: Any, ir: str, harness: Any, *, form: FeedbackFormat = "fas
         result.rounds.append(Round(answer, text, compute_feedback(ir, answer, harness, form)))
         for _ in range(rounds):
             last = result.rounds[-1]
-            history.append((_as_turn(last.answer, form), last.feedback.render(form)))
+            history.append((as_turn(last.answer, form), last.feedback.render(form)))
             verdict = choose_verdict(lm, fmt.build_prompt(ir, history))
             if verdict == fmt.SURE:
                 result.stopped = "sure"
@@ -285,88 +280,3 @@ class FeedbackStrategy:
                 have.add(tuple(r.answer.passes))
                 samples.append(Sample(list(r.answer.passes), None, r.text))
         return samples
-
-
-def build_feedback_rows(lm: Any, rows: list[dict[str, Any]], harness: Any, *, form: FeedbackFormat = "fast",
-                        progress: bool = True) -> list[dict[str, Any]]:
-    """Feedback training rows: each dataset row + the base model's round-0 answer with its feedback.
-
-    Extra columns: `feedback_history` = [{passes, instcount_input, instcount_output, optimized_ir,
-    feedback}] and `verdict` (SURE if the model predicted the real output count, else RETRY).  The
-    target stays the row's best answer.  Rows whose prompt does not fit the context are skipped.
-    """
-    from tqdm import tqdm
-
-    out = []
-    for row in tqdm(rows, disable=not progress, desc=f"feedback ({form})"):
-        try:
-            answer, _ = generate_answer(lm, row["ir"], form=form)
-        except PromptTooLongError:
-            continue
-        fb = compute_feedback(row["ir"], answer, harness, form)
-        turn = _as_turn(answer, form)
-        out.append({**row, "feedback_history": [{
-            "passes": turn.passes, "instcount_input": turn.instcount_input, "instcount_output": turn.instcount_output,
-            "optimized_ir": turn.optimized_ir or "", "feedback": fb.render(form)}],
-            "verdict": fmt.SURE if fb.correct else fmt.RETRY})
-    return out
-
-
-class DatasetError(ValueError, LlmoptError):
-    """A dataset split that is not a readable parquet table of rows with an `ir` column."""
-
-
-def check_split(path: str | Path) -> None:
-    """DatasetError unless `path` is a parquet file whose rows have an `ir` column (reads the schema only)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        names = pq.read_schema(path).names
-    except (pa.ArrowException, OSError) as err:
-        raise DatasetError(f"{path}: not a readable parquet file ({one_line(err)})") from None
-    if "ir" not in names:
-        raise DatasetError(f"{path}: no `ir` column, not an llmopt dataset split (columns: {', '.join(names[:8])})")
-
-
-def read_split_rows(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
-    """The first `limit` rows (all with None) of a dataset split, checked by `check_split`."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    check_split(path)
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowException, OSError) as err:
-        raise DatasetError(f"{path}: not a readable parquet file ({one_line(err)})") from None
-    return (table.slice(0, limit) if limit is not None else table).to_pylist()
-
-
-def write_feedback_dataset(lm: Any, data_dir: str | Path, out_dir: str | Path, harness: Any, *,
-                           form: FeedbackFormat = "fast", splits: list[str] | tuple[str, ...] = ("train", "validation"),
-                           limit: int | None = None, progress: bool = True) -> dict[str, int]:
-    """`build_feedback_rows` for each split of `data_dir`, written as `out_dir/{split}.parquet` (+ README.md).
-
-    Returns {split: rows written}; a split missing from `data_dir` is skipped (count 0 is not written).
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    counts = {}
-    for split in splits:
-        path = Path(data_dir) / f"{split}.parquet"
-        if not path.exists():
-            continue
-        built = build_feedback_rows(lm, read_split_rows(path, limit), harness, form=form, progress=progress)
-        counts[split] = len(built)
-        if built:
-            tmp = out / f"{split}.parquet.tmp"
-            pq.write_table(pa.Table.from_pylist(built), tmp)
-            tmp.replace(out / f"{split}.parquet")
-    (out / "README.md").write_text(
-        f"# llmopt feedback dataset ({form})\n\nMade by `llmopt feedback-data` from `{data_dir}` with the model "
-        f"`{lm.path}`. Rows: {counts}. Columns: those of docs/interfaces.md plus `feedback_history` and "
-        "`verdict` (llmopt/feedback.py). Train with `llmopt train training/configs/feedback-fast.json`.\n")
-    return counts

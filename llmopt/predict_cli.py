@@ -1,11 +1,12 @@
-"""`llmopt predict FILE...` (and `llmopt feedback-data`): model-predicted pass lists, verified by LLVM.
+"""`llmopt predict FILE...`: model-predicted pass lists, verified by LLVM.
 
 Every input is read, compiled (C / C++) and checked, and every output place checked, before the
 model loads: a bad input or option is a one-line error (exit 2) that costs no work.  The model and
 the compile workers start once for all inputs.  Imports of torch happen inside the commands, so
 `llmopt --help` and bad-input errors stay fast.
 
-`add_prediction_flags` and `build_strategy` are shared with other commands that predict (llmopt cc).
+`add_prediction_flags`, `build_strategy` and `load_lm` are shared with other commands that use the model
+(llmopt cc, llmopt feedback-data).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from llmopt.cli_options import (
     add_json_flag,
     add_progress_flag,
     add_workers_flag,
+    cache_choice,
     nonnegative_int,
     positive_int,
     samples_int,
@@ -58,7 +60,7 @@ def add_prediction_flags(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers: Any) -> None:
-    """Register `predict` and `feedback-data`; each `func(args)` returns an exit code."""
+    """Register `predict`; its `func(args)` returns an exit code."""
     p = subparsers.add_parser(
         "predict", help="predict pass lists with the model, verify them with LLVM, write the optimized IR",
         description="Sample candidate pass lists from the model for each function, compile each distinct one, keep "
@@ -85,24 +87,9 @@ def add_parser(subparsers: Any) -> None:
     add_json_flag(p)
     p.set_defaults(func=run_predict)
 
-    f = subparsers.add_parser(
-        "feedback-data", help="build a compiler-feedback training set from a model's answers (thesis ch. 5)",
-        description="Answer every row of a dataset split with the base model, compile, and write rows whose "
-                    "prompt carries (answer, feedback) and whose target is the verdict + the best pass list.")
-    f.add_argument("data", help="dataset directory (train/validation/test parquet)")
-    f.add_argument("out", help="output dataset directory")
-    f.add_argument("--model", help="base model directory (default: the shipped model)")
-    f.add_argument("--format", choices=("fast", "short", "long"), default="fast")
-    f.add_argument("--splits", default="train,validation", help="splits to convert (default train,validation)")
-    f.add_argument("--limit", type=positive_int, help="at most this many rows per split")
-    add_workers_flag(f, 2)
-    add_cache_flags(f)
-    add_progress_flag(f)
-    add_json_flag(f)
-    f.set_defaults(func=run_feedback_data)
 
-
-def _load_lm(path: str | None) -> Any:
+def load_lm(path: str | None) -> Any:
+    """The model at `path` (default: the shipped one); a missing model is a UsageError."""
     from llmopt.errors import UsageError
     from llmopt.model.loading import ModelNotFoundError
 
@@ -124,7 +111,7 @@ def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, 
     lm, model = None, None
     train_lists = None
     if args.strategy in ("greedy", "nucleus", "priority") or args.feedback:
-        lm = _load_lm(args.model)
+        lm = load_lm(args.model)
         model = lm.path
     if args.strategy == "coreset":
         from llmopt.sampling.baselines import Coreset
@@ -145,11 +132,6 @@ def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, 
 
         strategy = FeedbackStrategy(lm, harness, form=args.feedback, rounds=args.rounds, base=strategy)
     return strategy, model
-
-
-def _cache_choice(args: argparse.Namespace) -> bool | str:
-    """The Harness `cache` argument for add_cache_flags' --cache FILE / --no-cache."""
-    return False if args.no_cache else (args.cache or True)
 
 
 def _cflags(args: argparse.Namespace) -> list[str]:
@@ -244,7 +226,7 @@ def run_predict(args: argparse.Namespace) -> int:
     from llmopt.harness import Harness
 
     total = sum(len(defined_functions(inp.ir)) for inp in inputs)
-    with Harness(workers=args.workers, cache=_cache_choice(args)) as harness, \
+    with Harness(workers=args.workers, cache=cache_choice(args)) as harness, \
             _progress(not args.no_progress, total) as bar:
         harness.pool.start()  # workers start up while the model loads
         strategy, model = build_strategy(args, harness)  # once for all inputs
@@ -259,32 +241,3 @@ def run_predict(args: argparse.Namespace) -> int:
         print(f"\n{total_line(results)}", file=session.report)
     return 0
 
-
-def run_feedback_data(args: argparse.Namespace) -> int:
-    from llmopt.errors import UsageError
-    from llmopt.feedback import check_split, write_feedback_dataset
-    from llmopt.outputs import check_output_dir
-
-    data = Path(args.data)
-    if not data.is_dir():
-        raise UsageError(f"{args.data}: no such dataset directory")
-    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    if not splits:
-        raise UsageError("--splits names no split (e.g. --splits train,validation)")
-    have = sorted(p.stem for p in data.glob("*.parquet"))
-    for split in splits:
-        if split not in have:
-            raise UsageError(f"{args.data}: no split {split!r} (has: {', '.join(have) or 'no .parquet files'})")
-        check_split(data / f"{split}.parquet")  # a bad file fails here, before the model loads
-    out = check_output_dir(args.out, "output dataset")
-    from llmopt.harness import Harness
-
-    lm = _load_lm(args.model)
-    with Harness(workers=args.workers, cache=_cache_choice(args)) as harness:
-        counts = write_feedback_dataset(lm, data, out, harness, form=args.format, splits=splits, limit=args.limit,
-                                        progress=not args.no_progress and sys.stderr.isatty())
-    if args.json:
-        print(json.dumps({"out": str(out), "rows": counts, "format": args.format, "model": lm.path}))
-    else:
-        print(f"feedback dataset written to {out}: " + ", ".join(f"{s} {n} rows" for s, n in counts.items()))
-    return 0

@@ -41,9 +41,9 @@ def main() -> int:
     parser.add_argument("--out", default="runs/feedback-experiment")
     args = parser.parse_args()
 
-    import pyarrow.parquet as pq
-
-    from llmopt.feedback import feedback_loop, write_feedback_dataset
+    from data_pipeline.feedback_data import write_feedback_dataset
+    from llmopt.dataset import read_rows
+    from llmopt.feedback import feedback_loop
     from llmopt.harness import Harness
     from llmopt.predict import predict_many
     from llmopt.sampling import GreedyDecoding, PassListLM, PrioritySampling
@@ -64,7 +64,7 @@ def main() -> int:
         model_dir = train(cfg)
         tuned = PassListLM.load(model_dir)
 
-        rows = pq.read_table(Path(args.data) / "test.parquet").to_pylist()[: args.limit]
+        rows = read_rows(args.data, "test", limit=args.limit)
         irs = [r["ir"] for r in rows]
         oz = [r["instcount_oz"] for r in rows]
         results: dict[str, float] = {}

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from llmopt.feedback import (
-    FORMATS,
-    build_feedback_rows,
-    compute_feedback,
-    feedback_loop,
-    ir_bleu,
-    parse_feedback,
-)
+from data_pipeline.feedback_data import build_feedback_rows
+from llmopt.feedback import FORMATS, compute_feedback, feedback_loop, ir_bleu, parse_feedback
 from llmopt.model import format as fmt
 from tests.test_sampling import example_functions, harness, tiny_lm, tiny_model_dir  # noqa: F401
 
