@@ -31,7 +31,7 @@ from data_pipeline.ray_connect import connect_ray
 from data_pipeline.select import SelectConfig, function_record, select_functions
 from data_pipeline.sources import SourceError, Unit, parse_source
 from data_pipeline.writer import read_shard, write_atomic, write_dataset, write_shard
-from llmopt.dataset import Seen, split_by_group, split_of
+from llmopt.dataset import SPLITS, Seen, split_by_group, split_of
 from llmopt.errors import LlmoptError, one_line
 from llmopt.harness import Harness, open_cache
 from llmopt.llvm.ir import normalize_ir
@@ -566,7 +566,7 @@ def write_output(cfg: JobConfig, n_shards: int, functions: dict[str, dict]) -> d
         split_of_row = split_by_group(rows, cfg.test_share, cfg.validation_share, cfg.seed)
     else:
         split_of_row = {r["ir_hash"]: split_of(r["ir_hash"]) for r in rows}
-    by_split: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
+    by_split: dict[str, list[dict]] = {split: [] for split in SPLITS}
     for row in rows:
         by_split[split_of_row[row["ir_hash"]]].append(row)
     write_dataset(by_split, out)
