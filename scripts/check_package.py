@@ -62,7 +62,7 @@ def main() -> int:
 
     ok, failed, defined, in_budget, errors = 0, 0, 0, 0, []
     with ThreadPoolExecutor(args.j) as pool:
-        for unit, module, err in pool.map(one, units):
+        for _unit, module, err in pool.map(one, units):
             if module is None:
                 failed += 1
                 errors.append(err)
