@@ -83,3 +83,18 @@ def test_handles_close_once_and_functions_are_typed(example_ir):
         assert module.closed
         module.close()  # a second close does nothing
     assert ctx.closed
+
+
+def test_text_count_skips_continuation_lines_of_invoke_and_landingpad():
+    """`to label ... unwind label ...` and `catch ptr null` continue an instruction: not counted twice."""
+    from pathlib import Path
+
+    from llmopt.llvm.subprocess_opt import count_instructions_text, run_opt
+
+    ir = (Path(__file__).resolve().parent / "data" / "cxx_invoke_landingpad.ll").read_text()
+    optimized = run_opt(ir, ["default<Oz>"])
+    assert "invoke" in optimized and "landingpad" in optimized and "catch ptr null" in optimized
+    with Context() as ctx:
+        for text in (ir, optimized):
+            with ctx.parse(text) as module:
+                assert count_instructions_text(text) == module.instcount_by_function()

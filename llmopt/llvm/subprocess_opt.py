@@ -41,11 +41,18 @@ def run_opt(ir: str, passes: list[str] | None = None, pipeline: str | None = Non
     return proc.stdout
 
 
+def _continuation(line: str) -> bool:
+    """A line that continues the instruction above it rather than starting one."""
+    return line.startswith(("to label ", "catch ", "filter ")) or line == "cleanup"
+
+
 def count_instructions_text(ir: str) -> dict[str, int]:
     """Instructions per defined function, counted from IR text (independent of the C API).
 
     Inside a `define ... {` body every line is an instruction except labels, comments,
-    blank lines and debug records -- the same definition as LLVM's instcount.
+    blank lines, debug records and the continuation lines of multi-line instructions (an
+    invoke's `to label ... unwind label ...`, a landingpad's `catch` / `filter` / `cleanup`
+    clauses) -- the same definition as LLVM's instcount.
     """
     counts: dict[str, int] = {}
     current = None
@@ -63,7 +70,8 @@ def count_instructions_text(ir: str) -> dict[str, int]:
             in_table = not line.endswith("]")
         elif line == "}":
             current = None
-        elif line and not line.startswith((";", "#dbg_")) and not re.match(r"^[\w.\-\"]+:", line):
+        elif line and not line.startswith((";", "#dbg_")) and not re.match(r"^[\w.\-\"]+:", line) \
+                and not _continuation(line):
             counts[current] += 1
             in_table = line.endswith("[")
     return counts
