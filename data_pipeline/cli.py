@@ -12,6 +12,7 @@ import sys
 from llmopt.cli_options import (
     add_cache_flags,
     add_json_flag,
+    add_metric_flag,
     add_progress_flag,
     add_workers_flag,
     cache_choice,
@@ -50,8 +51,7 @@ def add_datagen_parser(subparsers) -> argparse.ArgumentParser:
                         "data_pipeline/sources/catalog.py")
     p.add_argument("--config", help="JSON file with any of the options below (command-line values win)")
     p.add_argument("--out", help="output directory (parquet splits, README.md card, work/ shards)")
-    p.add_argument("--metric", choices=("instcount", "objsize"),
-                   help="what the labels minimize: IR instructions (default) or .text+.data bytes of the object file")
+    add_metric_flag(p, None, "the labels")
     p.add_argument("--budget", type=positive_int, help="random-search evaluations per function (default 1000)")
     p.add_argument("--seconds", type=seconds_float, help="optional wall-clock cap per function's random search")
     p.add_argument("--greedy-steps", type=nonnegative_int,

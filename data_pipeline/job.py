@@ -36,6 +36,7 @@ from llmopt.errors import LlmoptError, one_line
 from llmopt.harness import Harness, open_cache
 from llmopt.llvm.ir import normalize_ir
 from llmopt.llvm.passes import OZ, vocabulary
+from llmopt.metrics import METRICS
 from llmopt.run_settings import settings_diff, store_settings
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ class JobConfig:
             raise JobError(f"split must be 'package' or 'hash', got {self.split!r}")
         if self.executor not in ("local", "ray"):
             raise JobError(f"executor must be 'local' or 'ray', got {self.executor!r}")
-        if self.metric not in ("instcount", "objsize"):
+        if self.metric not in METRICS:
             raise JobError(f"metric must be 'instcount' or 'objsize', got {self.metric!r}")
         if not self.sources:
             raise JobError("datagen needs at least one --source")

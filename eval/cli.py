@@ -14,6 +14,7 @@ from typing import Any
 from llmopt.cli_options import (
     MAX_SAMPLES,
     add_cache_flags,
+    add_metric_flag,
     add_progress_flag,
     add_workers_flag,
     cache_choice,
@@ -23,8 +24,6 @@ from llmopt.cli_options import (
     temperature_float,
     top_p_float,
 )
-
-METRICS = ("instcount", "objsize")
 
 
 def _ints(text: str) -> list[int]:
@@ -58,9 +57,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         f"baselines, ablations (default: {','.join(DEFAULT_METHODS)})")
     p.add_argument("--samples", type=_ints, default=list(DEFAULT_SAMPLES),
                    help=f"sample budgets k, each in [1, {MAX_SAMPLES}] (default 1,3,5,10,30,100)")
-    p.add_argument("--metric", choices=METRICS, default="instcount",
-                   help="what methods minimize and are reported by: IR instructions (default) or object-file "
-                        ".text+.data bytes")
+    add_metric_flag(p, "instcount", "the methods (and the report)")
     p.add_argument("--limit", type=positive_int, default=None, help="evaluate a seeded random subset of N functions")
     p.add_argument("--model", default=None, help="model directory (default: the shipped model)")
     p.add_argument("--train-dataset", default=None,

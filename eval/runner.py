@@ -34,6 +34,7 @@ from eval.methods import (
     needs_model,
 )
 from llmopt.llvm.passes import OZ
+from llmopt.metrics import METRICS
 from llmopt.run_settings import settings_diff, store_settings
 from llmopt.sampling.base import PromptTooLongError, Sample, Strategy
 
@@ -250,9 +251,6 @@ def _harness(cfg: EvalConfig) -> Any:
 
     # A path is opened by the harness: a corrupt cache is replaced, an unusable one means no cache.
     return Harness(workers=cfg.workers, cache=cfg.cache)
-
-
-METRICS = ("instcount", "objsize")
 
 
 def _check_request(cfg: EvalConfig) -> None:

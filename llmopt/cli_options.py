@@ -57,6 +57,14 @@ top_p_float = float_in(0.0, 1.0, low_open=True, what="top-p")
 seconds_float = float_in(0.0, low_open=True, what="seconds")
 
 
+def add_metric_flag(p: argparse.ArgumentParser, default: str | None, what: str) -> None:
+    """`--metric instcount|objsize`: `what` minimizes IR instructions or .text+.data object bytes."""
+    from llmopt.metrics import METRICS
+
+    p.add_argument("--metric", choices=METRICS, default=default,
+                   help=f"what {what} minimize: IR instructions (default) or .text+.data bytes of the object file")
+
+
 def add_json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+METRICS = ("instcount", "objsize")  # what a search minimizes: IR instructions, or .text+.data bytes
 SIZE_EDGES = (25, 50, 100, 200, 400, 800)
 SIZE_BINS = ("0-24", "25-49", "50-99", "100-199", "200-399", "400-799", ">=800")
 

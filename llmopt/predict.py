@@ -39,9 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmopt.llvm.passes import OZ, build_pipeline
+from llmopt.metrics import METRICS
 from llmopt.sampling.base import PromptTooLongError, Sample, Strategy, distinct
-
-METRICS = ("instcount", "objsize")
 
 
 @dataclass

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from llmopt.cli_options import (
     add_cache_flags,
     add_json_flag,
+    add_metric_flag,
     add_progress_flag,
     add_workers_flag,
     cache_choice,
@@ -41,8 +42,7 @@ def add_prediction_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strategy", choices=("greedy", "nucleus", "priority", "random", "coreset"), default="priority")
     p.add_argument("--samples", "-k", type=samples_int, default=DEFAULT_SAMPLES,
                    help=f"candidates per function (default {DEFAULT_SAMPLES})")
-    p.add_argument("--metric", choices=("instcount", "objsize"), default="instcount",
-                   help="what the answer minimizes: IR instructions (default) or .text+.data bytes")
+    add_metric_flag(p, "instcount", "the answers")
     p.add_argument("--temperature", type=temperature_float, default=1.2, help="nucleus sampling temperature (default 1.2)")
     p.add_argument("--top-p", type=top_p_float, default=0.95, help="nucleus sampling top-p in (0, 1] (default 0.95)")
     p.add_argument("--max-branch", type=positive_int, help="Priority Sampling: alternatives pushed per token")
