@@ -9,7 +9,7 @@ from pathlib import Path
 
 from data_pipeline.writer import good_lists
 from llmopt.dataset import SPLITS
-from llmopt.metrics import SIZE_BINS, overall_improvement, size_bin
+from llmopt.metrics import SIZE_BINS, overall_improvement, share, size_bin
 
 
 def improvement(rows: list[dict]) -> float:
@@ -31,10 +31,14 @@ def _rejections(p2: Counter) -> str:
     return ", ".join(parts) or "none"
 
 
+def _improved_pct(rows: list[dict]) -> float:
+    """% of the functions whose best list beats -Oz."""
+    return share(sum(r["instcount_best"] < r["instcount_oz"] for r in rows), len(rows))
+
+
 def _gain_row(label: str, rows: list[dict], total: int, extra: str = "") -> str:
-    improved = sum(r["instcount_best"] < r["instcount_oz"] for r in rows)
-    return (f"| {label} |{extra} {len(rows)} | {100 * len(rows) / max(1, total):.1f}% | {improvement(rows):.2f}% | "
-            f"{100 * improved / max(1, len(rows)):.1f}% |")
+    return (f"| {label} |{extra} {len(rows)} | {share(len(rows), total):.1f}% | {improvement(rows):.2f}% | "
+            f"{_improved_pct(rows):.1f}% |")
 
 
 def _command(cfg) -> str:
@@ -119,14 +123,14 @@ def render_card(cfg, by_split: dict[str, list[dict]], p1: Counter, p2: Counter, 
         "| split | functions | packages | improvement over -Oz | functions improved |", "|---|---|---|---|---|",
         *[f"| {s} | {len(by_split.get(s, []))} | {len({r[key] for r in by_split.get(s, [])})} | "
           f"{improvement(by_split.get(s, [])):.2f}% | "
-          f"{100 * sum(r['instcount_best'] < r['instcount_oz'] for r in by_split.get(s, [])) / max(1, len(by_split.get(s, []))):.1f}% |"  # noqa: E501
+          f"{_improved_pct(by_split.get(s, [])):.1f}% |"
           for s in SPLITS],
         f"| total | {total} | {len({r[key] for r in rows})} | {improvement(rows):.2f}% | "
-        f"{100 * improved / max(1, total):.1f}% |", "",
+        f"{share(improved, total):.1f}% |", "",
         "## Autotuner", "",
         f"- Overall improvement over -Oz: **{improvement(rows):.2f}%** (sum -Oz {sum(r['instcount_oz'] for r in rows)}, "
         f"sum best {sum(r['instcount_best'] for r in rows)}); functions improved: {improved} "
-        f"({100 * improved / max(1, total):.1f}%); worse than -Oz: {worse}.",
+        f"({share(improved, total):.1f}%); worse than -Oz: {worse}.",
         f"- Compilations per function: mean {statistics.mean(evals) if evals else 0:.0f}, median "
         f"{statistics.median(evals) if evals else 0:.0f}, total {sum(evals)}.",
         f"- Search method of the final label: {dict(sorted(Counter(r['search_method'] for r in rows).items()))}.",

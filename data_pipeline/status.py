@@ -8,13 +8,13 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from data_pipeline.writer import read_shard
-from llmopt.metrics import SIZE_BINS, overall_improvement, size_bin
+from llmopt.metrics import SIZE_BINS, overall_improvement, share, size_bin
 
 
 def _gain(rows: list[dict]) -> str:
     improved = sum(r["instcount_best"] < r["instcount_oz"] for r in rows)
     gain = overall_improvement((r["instcount_oz"] for r in rows), (r["instcount_best"] for r in rows))
-    return f"{len(rows):6d} functions  {gain:6.2f}% over -Oz  {100 * improved / max(1, len(rows)):5.1f}% improved"
+    return f"{len(rows):6d} functions  {gain:6.2f}% over -Oz  {share(improved, len(rows)):5.1f}% improved"
 
 
 def job_status(out: Path) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from llmopt.llvm.passes import OZ
-from llmopt.metrics import SIZE_BINS, overall_improvement, size_bin  # noqa: F401 - re-exported for eval
+from llmopt.metrics import SIZE_BINS, improvement, overall_improvement, size_bin  # noqa: F401 - re-exported for eval
 
 
 @dataclass
@@ -99,7 +99,7 @@ def summarize(pairs: Sequence[tuple[int, Outcome]]) -> Summary:
     res_total = sum(o.instcount for _, o in pairs)
     improved = [(oz, o) for oz, o in pairs if o.instcount < oz]
     regressed = [(oz, o) for oz, o in pairs if o.instcount > oz]
-    per_function = [100.0 * (oz - o.instcount) / oz for oz, o in pairs if oz > 0]
+    per_function = [improvement(oz, o.instcount) for oz, o in pairs if oz > 0]
     n = len(pairs)
     return Summary(
         n_functions=n,

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from eval.inputs import Function
 from llmopt.llvm.ir import normalize_ir
+from llmopt.metrics import corpus_ir_bleu, mape, parse_generated_ir, share
 from llmopt.model import format as fmt
 from llmopt.sampling.base import PromptTooLongError
 
@@ -75,8 +76,7 @@ def generate_full(lm: Any, ir: str, max_new_tokens: int, passes: list[str] | Non
 def score_answer(fn: Function, text: str, passes_vocab: Sequence[str], harness: Any, instcount_input: int) -> dict:
     """Per-function quality record of one generated answer."""
     ans = fmt.parse_answer(text, passes_vocab)
-    rec: dict[str, Any] = {"fid": fn.fid, "passes": ans.passes, "valid": ans.complete.get("passes", False)
-                           and not any("unknown pass" in e for e in ans.errors),
+    rec: dict[str, Any] = {"fid": fn.fid, "passes": ans.passes, "valid": ans.passes_valid,
                            "pred_input": ans.instcount_input, "pred_output": ans.instcount_output,
                            "true_input": instcount_input, "true_output": None, "has_ir": bool(ans.optimized_ir),
                            "gen_ir": ans.optimized_ir or "", "ref_ir": None, "parses": False, "error": None}
@@ -84,48 +84,35 @@ def score_answer(fn: Function, text: str, passes_vocab: Sequence[str], harness: 
     if res.ok:
         rec["true_output"] = res.instcount
         rec["ref_ir"] = normalize_ir(res.ir or "")
-    if ans.optimized_ir and "define " in ans.optimized_ir:
-        parsed = harness.evaluate_tasks([(ans.optimized_ir, [])])[0]
-        rec["parses"] = bool(parsed.ok)
-        rec["error"] = None if parsed.ok else (parsed.error or "")[:300]
-    elif ans.optimized_ir is not None:
-        rec["error"] = "expected a function definition (no `define` in the generated IR)"
-    else:
-        rec["error"] = "no optimized IR in the answer"
+    parses, _, error = parse_generated_ir([ans.optimized_ir], harness.evaluate_tasks)[0]
+    rec["parses"], rec["error"] = parses, None if error is None else error[:300]
     return rec
 
 
 def summarize_quality(records: Sequence[dict], inputs: dict[str, str]) -> dict:
     """Aggregate Fig. 4.4 / 4.11 metrics from per-function quality records."""
-    from sacrebleu import corpus_bleu
-
     n = len(records)
     compared = [r for r in records if r["ref_ir"] is not None]
     gen = [r["gen_ir"] for r in compared]
     ref = [r["ref_ir"] for r in compared]
-
-    def mape(pairs: list[tuple[int, int]]) -> float | None:
-        return 100.0 * sum(abs(p - t) / max(t, 1) for p, t in pairs) / len(pairs) if pairs else None
 
     errors: dict[str, int] = {}
     for r in records:
         if not r["parses"] and r["has_ir"]:
             cat = error_category(r["error"])
             errors[cat] = errors.get(cat, 0) + 1
-    pct = (lambda x: 100.0 * x / n) if n else (lambda x: 0.0)
     return {
         "n_functions": n,
-        "has_ir_pct": pct(sum(r["has_ir"] for r in records)),
-        "parses_pct": pct(sum(r["parses"] for r in records)),
-        "exact_match_pct": (100.0 * sum(g.strip() == f.strip() for g, f in zip(gen, ref, strict=True)) / len(gen)
-                            if gen else 0.0),
-        "bleu": corpus_bleu(gen, [ref]).score / 100.0 if gen else 0.0,
-        "copy_input_bleu": corpus_bleu([inputs[r["fid"]] for r in compared], [ref]).score / 100.0 if gen else 0.0,
+        "has_ir_pct": share(sum(r["has_ir"] for r in records), n),
+        "parses_pct": share(sum(r["parses"] for r in records), n),
+        "exact_match_pct": share(sum(g.strip() == f.strip() for g, f in zip(gen, ref, strict=True)), len(gen)),
+        "bleu": corpus_ir_bleu(gen, ref),
+        "copy_input_bleu": corpus_ir_bleu([inputs[r["fid"]] for r in compared], ref),
         "instcount_input_mape": mape([(r["pred_input"], r["true_input"]) for r in records
                                       if r["pred_input"] is not None]),
         "instcount_output_mape": mape([(r["pred_output"], r["true_output"]) for r in records
                                        if r["pred_output"] is not None and r["true_output"] is not None]),
-        "valid_pass_lists_pct": pct(sum(bool(r["valid"]) for r in records)),
+        "valid_pass_lists_pct": share(sum(bool(r["valid"]) for r in records), n),
         "parse_errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])),
     }
 

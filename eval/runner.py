@@ -34,7 +34,7 @@ from eval.methods import (
     needs_model,
 )
 from llmopt.llvm.passes import OZ
-from llmopt.metrics import METRICS
+from llmopt.metrics import METRICS, share
 from llmopt.run_settings import settings_diff, store_settings
 from llmopt.sampling.base import PromptTooLongError, Sample, Strategy
 
@@ -459,8 +459,8 @@ def pass_statistics(lists: Sequence[Sequence[str]], train_lists: set[tuple[str, 
     return {
         "n_lists": n,
         "frequency": {p: c / n for p, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))} if n else {},
-        "oz_only_pct": 100.0 * (n - len(not_oz)) / n if n else 0.0,
-        "oz_in_longer_pct": 100.0 * sum(OZ in p for p in not_oz) / n if n else 0.0,
+        "oz_only_pct": share(n - len(not_oz), n),
+        "oz_in_longer_pct": share(sum(OZ in p for p in not_oz), n),
         "mean_length_excl_oz": sum(lengths) / len(lengths) if lengths else 0.0,
         "max_length": max(lengths, default=0),
         "length_histogram": {str(length): lengths.count(length) for length in sorted(set(lengths))},

@@ -60,6 +60,7 @@ def _cmd_opt(args: argparse.Namespace) -> int:
     from llmopt.harness import Harness
     from llmopt.llvm.capi import Context
     from llmopt.llvm.passes import OZ, resolve_pipeline
+    from llmopt.metrics import improvement
     from llmopt.outputs import check_output_file
 
     output = check_output_file(args.output, "-o") if args.output else None  # before the work, not after
@@ -80,7 +81,7 @@ def _cmd_opt(args: argparse.Namespace) -> int:
     else:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
-        saving = 100.0 * (oz.instcount - result.instcount) / oz.instcount if oz.instcount else 0.0
+        saving = improvement(oz.instcount, result.instcount)
         print(f"input     {instcount_input:>7} instructions")
         print(f"-Oz       {oz.instcount:>7}")
         print(f"result    {result.instcount:>7}  ({saving:+.2f}% vs -Oz)")

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from llmopt.metrics import ir_bleu, parse_generated_ir
 from llmopt.model import format as fmt
 from llmopt.sampling.base import PromptTooLongError, Sample, distinct
 
@@ -107,21 +108,11 @@ def parse_feedback(text: str) -> Feedback:
     return fb
 
 
-def ir_bleu(generated: str, compiled: str) -> float:
-    """BLEU (0..1) of generated vs compiled IR, both normalized (sacrebleu sentence BLEU)."""
-    import sacrebleu
-
-    from llmopt.llvm.ir import normalize_ir
-
-    return sacrebleu.sentence_bleu(normalize_ir(generated), [normalize_ir(compiled)]).score / 100.0
-
-
 def compute_feedback(ir: str, answer: fmt.ParsedAnswer, harness: Any, form: FeedbackFormat = "fast") -> Feedback:
     """Compile `answer.passes` on `ir` with the harness and compare with what the model predicted."""
     from llmopt.llvm.passes import UnknownPassError, check_pass_list
 
-    pass_errors = [e for e in answer.errors if "pass" in e]  # counts / IR problems are reported elsewhere
-    error = "; ".join(pass_errors) or (None if answer.passes else "empty pass list")
+    error = "; ".join(answer.pass_errors) or (None if answer.passes else "empty pass list")
     try:
         check_pass_list(answer.passes, harness.version)
     except UnknownPassError as err:
@@ -132,21 +123,9 @@ def compute_feedback(ir: str, answer: fmt.ParsedAnswer, harness: Any, form: Feed
     fb = Feedback(error is None, error, answer.instcount_input, noop.instcount if noop.ok else None,
                   answer.instcount_output, result.instcount if result.ok else None)
     if form != "fast":
-        from llmopt.llvm.capi import Context, LLVMError
-
         generated = answer.optimized_ir or ""
-        if not generated.strip():
-            fb.ir_parses, fb.ir_error = False, "no IR generated"
-        else:
-            ctx = Context()
-            try:
-                module = ctx.parse(generated)
-                fb.ir_parses, fb.ir_instcount = True, module.instcount()
-                module.dispose()
-            except LLVMError as err:
-                fb.ir_parses, fb.ir_error = False, str(err).splitlines()[0][:200]
-            finally:
-                ctx.dispose()
+        fb.ir_parses, fb.ir_instcount, ir_error = parse_generated_ir([answer.optimized_ir], harness.evaluate_tasks)[0]
+        fb.ir_error = None if ir_error is None else (ir_error.splitlines() or [""])[0][:200]
         fb.bleu = ir_bleu(generated, result.ir) if result.ok and result.ir and generated.strip() else 0.0
         if form == "long":
             fb.compiled_ir = result.ir if result.ok else ""
@@ -213,7 +192,7 @@ def choose_verdict(lm: Any, prompt: str) -> str:
 def generate_answer(lm: Any, ir: str, history: list[tuple[fmt.Answer, str]] = (), *, form: FeedbackFormat = "fast",
                     verdict: str | None = None, max_ir_tokens: int = 1024) -> tuple[fmt.ParsedAnswer, str]:
     """Greedy answer (grammar-constrained pass list, then counts, then IR for Short/Long) and its text."""
-    from llmopt.sampling.priority import greedy_continue
+    from llmopt.sampling.decoding import greedy_continue
 
     prompt = fmt.build_prompt(ir, history)
     if verdict is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmopt.metrics import improvement
 from llmopt.predict import FunctionPrediction, ModulePrediction
 
 NAME_WIDTH = 32
@@ -21,7 +22,7 @@ def versus_oz(oz: int | None, result: int | None, unit: str = "") -> str:
         return ""
     if result == oz:
         return "same as -Oz"
-    pct = f" ({100.0 * abs(oz - result) / oz:.1f}%)" if oz else ""
+    pct = f" ({abs(improvement(oz, result)):.1f}%)" if oz else ""
     return f"{'better' if result < oz else 'worse'} than -Oz by {abs(oz - result)}{unit}{pct}"
 
 

@@ -24,11 +24,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def improvement(oz: list[int], result: list[int]) -> float:
-    """Overall improvement over -Oz in % (DESIGN.md metrics)."""
-    return 100.0 * (sum(oz) - sum(result)) / max(sum(oz), 1)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="dataset directory (train/validation/test parquet)")
@@ -45,6 +40,7 @@ def main() -> int:
     from llmopt.dataset import read_rows
     from llmopt.feedback import feedback_loop
     from llmopt.harness import Harness
+    from llmopt.metrics import overall_improvement
     from llmopt.predict import predict_many
     from llmopt.sampling import GreedyDecoding, PassListLM, PrioritySampling
     from training.config import load_config
@@ -69,9 +65,9 @@ def main() -> int:
         oz = [r["instcount_oz"] for r in rows]
         results: dict[str, float] = {}
         greedy = predict_many(irs, GreedyDecoding(base), 1, harness, oz_backup=False)
-        results["base greedy"] = improvement(oz, [f.instcount_result for f in greedy])
+        results["base greedy"] = overall_improvement(oz, [f.instcount_result for f in greedy])
         ps = predict_many(irs, PrioritySampling(base), args.rounds + 1, harness, oz_backup=False)
-        results[f"base PS@{args.rounds + 1}"] = improvement(oz, [f.instcount_result for f in ps])
+        results[f"base PS@{args.rounds + 1}"] = overall_improvement(oz, [f.instcount_result for f in ps])
         first, best = [], []
         for ir, row in zip(irs, rows, strict=True):
             loop = feedback_loop(tuned, ir, harness, form=args.form, rounds=args.rounds)
@@ -79,8 +75,8 @@ def main() -> int:
                       else row["instcount_input"] for r in loop.rounds]
             first.append(counts[0])
             best.append(min(counts))
-        results["feedback round 0"] = improvement(oz, first)
-        results[f"feedback best of {args.rounds + 1} rounds"] = improvement(oz, best)
+        results["feedback round 0"] = overall_improvement(oz, first)
+        results[f"feedback best of {args.rounds + 1} rounds"] = overall_improvement(oz, best)
     (out / "results.json").write_text(json.dumps({"form": args.form, "rounds": args.rounds, "rows": len(rows),
                                                   "improvement_over_oz": results}, indent=1) + "\n")
     for name, value in results.items():

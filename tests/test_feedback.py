@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from data_pipeline.feedback_data import build_feedback_rows
-from llmopt.feedback import FORMATS, compute_feedback, feedback_loop, ir_bleu, parse_feedback
+from llmopt.feedback import FORMATS, compute_feedback, feedback_loop, parse_feedback
+from llmopt.metrics import ir_bleu
 from llmopt.model import format as fmt
 from tests.test_sampling import example_functions, harness, tiny_lm, tiny_model_dir  # noqa: F401
 

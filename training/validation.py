@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from llmopt.metrics import corpus_ir_bleu, improvement, mape, overall_improvement, parse_generated_ir, share
 from llmopt.model import format as fmt
 from llmopt.model.tokenizer import stop_token_ids
 
@@ -65,13 +66,6 @@ def generate_answers(model: Any, tokenizer: Any, irs: list[str], *, max_new_toke
     return [text.replace(fmt.PAD, "") for text in out]
 
 
-def _mape(pairs: list[tuple[int, int]]) -> float | None:
-    """Mean absolute percentage error of (predicted, true) pairs."""
-    if not pairs:
-        return None
-    return 100.0 * sum(abs(p - t) / max(t, 1) for p, t in pairs) / len(pairs)
-
-
 @dataclass
 class ValidationCallback:
     """Call with (model, tokenizer) to get the metrics dict; `passes` is the model's pass vocabulary."""
@@ -85,19 +79,15 @@ class ValidationCallback:
     normalize: Callable[[str], str] = _default_normalize
 
     def __call__(self, model: Any, tokenizer: Any) -> dict[str, float]:
-        from sacrebleu import corpus_bleu
-
         rows = self.rows
         texts = generate_answers(model, tokenizer, [r["ir"] for r in rows], max_new_tokens=self.max_new_tokens,
                                  batch_size=self.batch_size, stop_after="ir" if self.generate_ir else "counts")
         answers = [fmt.parse_answer(t, self.passes) for t in texts]
         results = self.measure([(r["ir"], a.passes) for r, a in zip(rows, answers, strict=True)], self.generate_ir)
-        oz = sum(r["instcount_oz"] for r in rows)
-        best = sum(r["instcount_best"] for r in rows)
         got, valid, in_pairs, out_pairs = 0, 0, [], []
-        gen_irs, ref_irs, parse_tasks = [], [], []
+        gen_irs, ref_irs = [], []
         for row, ans, res in zip(rows, answers, results, strict=True):
-            usable = res.ok and ans.complete.get("passes", False) and not any("unknown pass" in e for e in ans.errors)
+            usable = res.ok and ans.passes_valid
             valid += usable
             got += res.instcount if usable else row["instcount_input"]
             if ans.instcount_input is not None:
@@ -105,26 +95,25 @@ class ValidationCallback:
             if ans.instcount_output is not None and res.ok:
                 out_pairs.append((ans.instcount_output, res.instcount))
             if self.generate_ir and res.ok and res.ir is not None:
-                gen_irs.append(ans.optimized_ir or "")
+                gen_irs.append(ans.optimized_ir)
                 ref_irs.append(self.normalize(res.ir))
-                if ans.optimized_ir and "define " in ans.optimized_ir:  # an empty module would "parse"
-                    parse_tasks.append((ans.optimized_ir, []))
-        n = max(len(rows), 1)
+        oz = [r["instcount_oz"] for r in rows]
+        n = len(rows)
         metrics: dict[str, float] = {
-            "improvement_over_oz": 100.0 * (oz - got) / max(oz, 1),
-            "autotuner_improvement": 100.0 * (oz - best) / max(oz, 1),
-            "valid_pass_lists": 100.0 * valid / n,
-            "counts_present": 100.0 * len(in_pairs) / n,
+            "improvement_over_oz": improvement(sum(oz), got),
+            "autotuner_improvement": overall_improvement(oz, [r["instcount_best"] for r in rows]),
+            "valid_pass_lists": share(valid, n),
+            "counts_present": share(len(in_pairs), n),
         }
         for name, pairs in (("instcount_input_mape", in_pairs), ("instcount_output_mape", out_pairs)):
-            value = _mape(pairs)
+            value = mape(pairs)
             if value is not None:
                 metrics[name] = value
         if self.generate_ir and gen_irs:
-            # An empty pass list is the no-op pipeline: "ok" means the generated IR parses and verifies.
-            parsed = self.measure(parse_tasks, False) if parse_tasks else []
-            metrics["ir_parses"] = 100.0 * sum(bool(p.ok) for p in parsed) / len(gen_irs)
-            exact = sum(g.strip() == r.strip() for g, r in zip(gen_irs, ref_irs, strict=True))
-            metrics["ir_exact_match"] = 100.0 * exact / len(gen_irs)
-            metrics["ir_bleu"] = corpus_bleu(gen_irs, [ref_irs]).score / 100.0  # 0..1 as in thesis Fig. 4.4
+            parsed = parse_generated_ir(gen_irs, lambda tasks: self.measure(tasks, False))
+            metrics["ir_parses"] = share(sum(ok for ok, _, _ in parsed), len(gen_irs))
+            texts = [g or "" for g in gen_irs]
+            metrics["ir_exact_match"] = share(sum(g.strip() == r.strip() for g, r in zip(texts, ref_irs, strict=True)),
+                                              len(gen_irs))
+            metrics["ir_bleu"] = corpus_ir_bleu(texts, ref_irs)
         return metrics

@@ -64,6 +64,12 @@ class Answer:
     verdict: str | None = None
 
 
+# The pass-list problems parse_answer reports (ParsedAnswer.pass_errors picks them out of `errors`).
+NO_PASSES = "no pass list in the answer"
+PASSES_UNTERMINATED = "pass list not terminated"
+UNKNOWN_PASS = "unknown pass"
+
+
 @dataclass
 class ParsedAnswer(Answer):
     """An `Answer` read back from model output, with the problems found (empty when it is clean)."""
@@ -78,6 +84,16 @@ class ParsedAnswer(Answer):
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    @property
+    def pass_errors(self) -> list[str]:
+        """What is wrong with the pass list (missing, not terminated, unknown names); [] when it is valid."""
+        return [e for e in self.errors if e in (NO_PASSES, PASSES_UNTERMINATED) or e.startswith(UNKNOWN_PASS)]
+
+    @property
+    def passes_valid(self) -> bool:
+        """The pass list is present, closed and all vocabulary names (counts and IR may still be wrong)."""
+        return not self.pass_errors
 
 
 def _ir_body(ir: str) -> str:
@@ -171,10 +187,10 @@ def parse_answer(text: str, vocabulary: Collection[str] | None = None) -> Parsed
         result.errors.append("no pass list in the answer")
     else:
         if not closed:
-            result.errors.append("pass list not terminated")
+            result.errors.append(PASSES_UNTERMINATED)
         for name in body.split():
             if vocabulary is not None and name not in vocabulary:
-                result.errors.append(f"unknown pass {name!r}")
+                result.errors.append(f"{UNKNOWN_PASS} {name!r}")
             else:
                 result.passes.append(name)
     counts, closed = _section(text, COUNTS_OPEN, COUNTS_CLOSE)
