@@ -45,6 +45,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the `eval` subcommand; its `func(args) -> int` runs the evaluation."""
     from eval.methods import DEFAULT_METHODS
     from eval.runner import DEFAULT_SAMPLES
+    from llmopt.sampling.config import DEFAULTS
 
     p = subparsers.add_parser("eval", help="batch evaluation against -Oz: sampling curves, tables, plots, report",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -63,10 +64,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--train-dataset", default=None,
                    help="PATH[:split] whose pass lists make the coreset (default: the eval dataset's train split)")
     p.add_argument("--seed", type=nonnegative_int, default=0)
-    p.add_argument("--temperature", type=temperature_float, default=1.2, help="temperature of `nucleus` (default 1.2)")
+    p.add_argument("--temperature", type=temperature_float, default=DEFAULTS.temperature,
+                   help=f"temperature of `nucleus` (default {DEFAULTS.temperature})")
     p.add_argument("--temperatures", type=_temperatures, default=[],
                    help="extra nucleus sweep, e.g. 0.8,1.2,1.6 (adds methods nucleus_tT)")
-    p.add_argument("--top-p", type=top_p_float, default=0.95, help="nucleus top-p in (0, 1] (default 0.95)")
+    p.add_argument("--top-p", type=top_p_float, default=DEFAULTS.top_p,
+                   help=f"nucleus top-p in (0, 1] (default {DEFAULTS.top_p})")
     p.add_argument("--feedback-rounds", type=nonnegative_int, default=2)
     p.add_argument("--greedy-search-budget", type=positive_int, default=300,
                    help="compilations per function for greedy_search")
@@ -78,7 +81,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-objsize", action="store_true", help="skip object sizes of the chosen lists")
     add_workers_flag(p, None)
     p.add_argument("--threads", type=positive_int, default=None, help="torch threads for the model")
-    p.add_argument("--max-passes", type=positive_int, default=48, help="longest pass list the model may generate")
+    p.add_argument("--max-passes", type=positive_int, default=DEFAULTS.max_passes,
+                   help="longest pass list the model may generate")
     add_cache_flags(p)
     p.add_argument("--chunk", type=positive_int, default=16, help="functions per resumable chunk")
     add_progress_flag(p)

@@ -13,14 +13,14 @@ Names (`--methods`):
 Groups: `model` = greedy,nucleus,priority; `baselines` = random,coreset,coreset_cover,autotuner,oz;
 `ablations` = the Table 6.1 Priority Sampling variants.
 
-The model-free baselines here are only those llmopt.sampling does not provide.
+Every name but eval's own (`EVAL_METHODS`) comes from `llmopt.sampling.registry`, the one that
+`llmopt predict` reads too; `NAME_polishK` works for both kinds.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +30,12 @@ from eval.inputs import Function
 from llmopt.errors import LlmoptError
 from llmopt.llvm.ir import ir_hash
 from llmopt.llvm.passes import META_PASSES, OZ
+from llmopt.metrics import metric_value
 from llmopt.sampling.base import Sample, Strategy
+from llmopt.sampling.config import DEFAULTS, SamplingConfig
+from llmopt.sampling.registry import is_known as registry_is_known
+from llmopt.sampling.registry import needs_model, split_polish, strategy_from_name
 
-MODEL_METHODS = ("greedy", "nucleus", "priority", "feedback")
 GROUPS = {
     "model": ("greedy", "nucleus", "priority"),
     "baselines": ("random", "coreset", "coreset_cover", "autotuner", "oz"),
@@ -41,10 +44,8 @@ GROUPS = {
     "feedback_all": ("feedback_fast", "feedback_short", "feedback_long"),
 }
 DEFAULT_METHODS = ("greedy", "nucleus", "priority", "random", "coreset", "coreset_cover", "autotuner", "oz")
-_NUCLEUS = re.compile(r"^nucleus(?:_t(\d+(?:\.\d+)?))?$")
-_PRIORITY = re.compile(r"^priority((?:_(?:noregex|geomean|token|branch\d+))*)$")
-_FEEDBACK = re.compile(r"^feedback(?:_(fast|short|long))?$")
-_POLISH = re.compile(r"^(.+)_polish(\d+)$")  # METHOD_polishK: K samples of METHOD, then greedy polish
+EVAL_METHODS = ("coreset_cover", "greedy_search", "autotuner", "oz")  # the methods only eval has
+_UNPOLISHABLE = ("autotuner", "oz", "greedy_search")  # one fixed answer, or a search already
 
 
 class MethodError(ValueError, LlmoptError):
@@ -66,16 +67,10 @@ def expand_methods(names: Sequence[str]) -> list[str]:
 
 
 def is_known(name: str) -> bool:
-    if m := _POLISH.match(name):
-        return int(m.group(2)) >= 1 and m.group(1) not in ("autotuner", "oz", "greedy_search") and is_known(m.group(1))
-    return bool(name in ("random", "coreset", "coreset_cover", "greedy_search", "autotuner", "oz", "greedy")
-                or _NUCLEUS.match(name) or _PRIORITY.match(name) or _FEEDBACK.match(name))
-
-
-def needs_model(name: str) -> bool:
-    if m := _POLISH.match(name):
-        return needs_model(m.group(1))
-    return name == "greedy" or bool(_NUCLEUS.match(name) or _PRIORITY.match(name) or _FEEDBACK.match(name))
+    """A `llmopt.sampling.registry` name or an eval method (`EVAL_METHODS`), polished forms included."""
+    if polish := split_polish(name):
+        return polish[1] >= 1 and polish[0] not in _UNPOLISHABLE and is_known(polish[0])
+    return registry_is_known(name, EVAL_METHODS)
 
 
 # ---------------------------------------------------------------- model-free methods owned by eval
@@ -109,12 +104,6 @@ class AutotunerLabels:
 
 
 Measure = Callable[[list[tuple[str, list[str]]]], list[Any]]  # Harness.evaluate_tasks
-
-
-def value_of(result: Any, metric: str) -> int:
-    """A measured EvalResult's value in `metric` (objsize is None when llc failed: worst)."""
-    value = result.objsize if metric == "objsize" else result.instcount
-    return value if value is not None else 1 << 62
 
 
 @dataclass
@@ -162,12 +151,12 @@ class SetCoverCoreset:
             rows = random.Random(self.seed).sample(rows, self.n_train)
         tasks = [(r["ir"], []) for r in rows] + [(r["ir"], c) for c in candidates for r in rows]
         results = self.measure(tasks)
-        base = [value_of(res, self.metric) if res.ok else int(r["instcount_input"])
+        base = [metric_value(res, self.metric) if res.ok else int(r["instcount_input"])
                 for r, res in zip(rows, results, strict=False)]
         counts = []
         for ci in range(len(candidates)):
             part = results[len(rows) * (ci + 1): len(rows) * (ci + 2)]
-            counts.append([value_of(res, self.metric) if res.ok else b for res, b in zip(part, base, strict=True)])
+            counts.append([metric_value(res, self.metric) if res.ok else b for res, b in zip(part, base, strict=True)])
         current = list(base)
         remaining = list(range(len(candidates)))
         order, gains = [], []
@@ -224,7 +213,7 @@ class GreedySearch:
             lists = [current + [p] for p in options][: n - len(out)]
             results = self.measure(ir, lists)
             out += [Sample(p, None) for p in lists]
-            scored = [(value_of(r, self.metric), i) for i, r in enumerate(results) if r.ok]
+            scored = [(metric_value(r, self.metric), i) for i, r in enumerate(results) if r.ok]
             if not scored:
                 break
             count, i = min(scored)
@@ -234,40 +223,18 @@ class GreedySearch:
         return out
 
 
-# ---------------------------------------------------------------- model methods (llmopt.sampling)
-
-
-class NoRegexFallback:
-    """Priority Sampling without the grammar (Table 6.1 "no regex"): an empty or invalid list becomes -Oz."""
-
-    def __init__(self, inner: Strategy, name: str, vocabulary: set[str]):
-        self.inner, self.name, self.vocabulary = inner, name, vocabulary
-
-    def sample(self, ir: str, n: int) -> list[Sample]:
-        out = []
-        for s in self.inner.sample(ir, n):
-            passes, meta = [], False
-            for p in s.passes:
-                if p not in self.vocabulary or (p in META_PASSES and meta):
-                    continue  # drop invalid passes and any second meta-pass
-                meta = meta or p in META_PASSES
-                passes.append(p)
-            out.append(Sample(passes or [OZ], s.score, s.text, getattr(s, "logprob", None)))
-        return out
-
-
 @dataclass
 class MethodOptions:
     seed: int = 0
     model: str | None = None
-    temperature: float = 1.2
-    top_p: float = 0.95
+    temperature: float = DEFAULTS.temperature
+    top_p: float = DEFAULTS.top_p
     greedy_search_budget: int = 300
     coreset_candidates: int = 100
     coreset_train: int = 300
     feedback_rounds: int = 2
     threads: int | None = None
-    max_passes: int = 48  # longest pass list the model may generate
+    max_passes: int = DEFAULTS.max_passes  # longest pass list the model may generate
     metric: str = "instcount"  # what the searching baselines (greedy_search, coreset_cover) minimize
 
 
@@ -293,32 +260,14 @@ class MethodFactory:
         return self._lm
 
     def build(self, name: str) -> Strategy:
+        """The method `name`: eval's own here, every other name (and any `NAME_polishK`) from the registry."""
         o = self.options
-        if m := _POLISH.match(name):
-            from llmopt.llvm.passes import vocabulary
-            from llmopt.sampling.polish import PolishAfter
-
-            sized = o.metric == "objsize"
-            return PolishAfter(self.build(m.group(1)), lambda ir, lists: self.harness.evaluate_many(ir, lists, objsize=sized),
-                               vocabulary(self.harness.version), seeds=int(m.group(2)),
-                               score=lambda r: value_of(r, o.metric) if r.ok else None, name=name)
         if name == "oz":
             return OzOnly()
         if name == "autotuner":
             if not any(fn.labelled for fn in self.functions):
                 raise MethodError("autotuner: the inputs have no labels (a .ll directory): leave it out")
             return AutotunerLabels(self.functions)
-        if name == "random":
-            from llmopt.sampling import RandomSearch
-
-            return RandomSearch(seed=o.seed)
-        if name == "coreset":
-            from llmopt.sampling import Coreset
-
-            lists = [r["passes"] for r in self.train_rows if r.get("passes") is not None]
-            if not lists:
-                raise MethodError("coreset needs a training split with pass lists: pass --train-dataset PATH[:split]")
-            return Coreset(lists)
         if name == "coreset_cover":
             cache = self.out_dir / "coreset_cover.json" if self.out_dir else None
             sized = o.metric == "objsize"
@@ -332,47 +281,17 @@ class MethodFactory:
             sized = o.metric == "objsize"
             return GreedySearch(lambda ir, lists: self.harness.evaluate_many(ir, lists, objsize=sized),
                                 budget=o.greedy_search_budget, metric=o.metric)
-        if name == "greedy":
-            from llmopt.sampling import GreedyDecoding
+        return self._from_registry(name)
 
-            return GreedyDecoding(self.lm)
-        if m := _NUCLEUS.match(name):
-            from llmopt.sampling import NucleusSampling
-
-            temperature = float(m.group(1)) if m.group(1) else o.temperature
-            strategy = NucleusSampling(self.lm, temperature=temperature, top_p=o.top_p, seed=o.seed)
-            strategy.name = name  # type: ignore[misc]
-            return strategy
-        if m := _PRIORITY.match(name):
-            from llmopt.sampling import PrioritySampling
-
-            flags = [f for f in m.group(1).split("_") if f]
-            branch = next((int(f[6:]) for f in flags if f.startswith("branch")), None)
-            priority = "geometric" if "geomean" in flags else "token" if "token" in flags else "prefix"
-            strategy = PrioritySampling(self.lm, max_branch=branch, priority=priority,  # type: ignore[arg-type]
-                                        grammar="noregex" not in flags)
-            strategy.name = name  # type: ignore[misc]
-            if "noregex" in flags:
-                return NoRegexFallback(strategy, name, set(self.lm.passes))
-            return strategy
-        if m := _FEEDBACK.match(name):
-            return self._feedback(name, m.group(1))
-        raise MethodError(f"unknown method {name!r}")
-
-    def _feedback(self, name: str, mode: str | None) -> Strategy:
+    def _from_registry(self, name: str) -> Strategy:
+        o = self.options
+        lists = [r["passes"] for r in self.train_rows if r.get("passes") is not None]
+        if name == "coreset" and not lists:
+            raise MethodError("coreset needs a training split with pass lists: pass --train-dataset PATH[:split]")
+        config = SamplingConfig(temperature=o.temperature, top_p=o.top_p, seed=o.seed, max_passes=o.max_passes)
         try:
-            from llmopt import feedback
-        except ImportError:
-            raise MethodError("feedback: llmopt.feedback is not available in this checkout") from None
-        return feedback_strategy(feedback, self.lm, self.harness, mode, self.options, name)
-
-
-def feedback_strategy(module: Any, lm: Any, harness: Any, mode: str | None, options: MethodOptions,
-                      name: str) -> Strategy:
-    """llmopt.feedback's strategy: the plain answer, then up to `rounds` retries with compiler feedback."""
-    factory = getattr(module, "FeedbackStrategy", None)
-    if factory is None:
-        raise MethodError("feedback: llmopt.feedback offers no FeedbackStrategy")
-    strategy = factory(lm, harness, form=mode or "fast", rounds=options.feedback_rounds)
-    strategy.name = name
-    return strategy
+            return strategy_from_name(name, lm=self.lm if needs_model(name) else None, config=config,
+                                      harness=self.harness, metric=o.metric, train_pass_lists=lists,
+                                      feedback_rounds=o.feedback_rounds, build=self.build)
+        except ValueError as err:
+            raise MethodError(str(err)) from None

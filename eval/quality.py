@@ -55,22 +55,14 @@ def generate_full(lm: Any, ir: str, max_new_tokens: int, passes: list[str] | Non
     With `passes`, the answer starts with that pass list (the grammar-constrained greedy answer) and
     the model continues with the counts and the optimized IR; without, it decodes the answer freely.
     """
-    import torch
+    from llmopt.sampling.decoding import continue_answer
 
-    from llmopt.model.tokenizer import stop_token_ids
-
-    tok, model = lm.tokenizer, lm.model
     forced = "" if passes is None else fmt.build_answer(fmt.Answer(passes), with_counts=False, with_ir=False,
                                                         eos=False)
-    ids = tok(fmt.build_prompt(ir) + forced, add_special_tokens=False)["input_ids"]
-    room = lm.context_length - len(ids)
-    if room < 16:
+    ids = lm.tokenizer(fmt.build_prompt(ir) + forced, add_special_tokens=False)["input_ids"]
+    if lm.context_length - len(ids) < 16:
         return None
-    with torch.no_grad():
-        out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                             do_sample=False, max_new_tokens=min(max_new_tokens, room),
-                             eos_token_id=stop_token_ids(tok, "ir"), pad_token_id=tok.pad_token_id)
-    return forced + tok.decode(out[0, len(ids):], skip_special_tokens=False).replace(fmt.PAD, "")
+    return forced + continue_answer(lm, ids, "ir", max_new_tokens).replace(fmt.PAD, "")
 
 
 def score_answer(fn: Function, text: str, passes_vocab: Sequence[str], harness: Any, instcount_input: int) -> dict:

@@ -152,23 +152,6 @@ class FeedbackResult:
         return [r.answer.passes for r in self.rounds]
 
 
-def _continue(lm: Any, ids: list[int], stop_after: fmt.StopAfter, max_new_tokens: int) -> str:
-    """Greedy continuation of token ids until the stop section ends; returns the decoded new text."""
-    import torch
-
-    from llmopt.model.tokenizer import stop_token_ids
-
-    room = lm.context_length - len(ids)
-    if room <= 0:
-        return ""
-    with torch.no_grad():
-        out = lm.model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                                do_sample=False, max_new_tokens=min(max_new_tokens, room),
-                                eos_token_id=stop_token_ids(lm.tokenizer, stop_after),
-                                pad_token_id=lm.tokenizer.pad_token_id)
-    return lm.tokenizer.decode(out[0, len(ids):].tolist(), skip_special_tokens=False)
-
-
 def choose_verdict(lm: Any, prompt: str) -> str:
     """The more probable of "I am sure!" / "Let me try again." after `prompt` (text ending in `<answer>`)."""
     import torch
@@ -192,7 +175,7 @@ def choose_verdict(lm: Any, prompt: str) -> str:
 def generate_answer(lm: Any, ir: str, history: list[tuple[fmt.Answer, str]] = (), *, form: FeedbackFormat = "fast",
                     verdict: str | None = None, max_ir_tokens: int = 1024) -> tuple[fmt.ParsedAnswer, str]:
     """Greedy answer (grammar-constrained pass list, then counts, then IR for Short/Long) and its text."""
-    from llmopt.sampling.decoding import greedy_continue
+    from llmopt.sampling.decoding import continue_answer, greedy_continue
 
     prompt = fmt.build_prompt(ir, history)
     if verdict is not None:
@@ -202,7 +185,7 @@ def generate_answer(lm: Any, ir: str, history: list[tuple[fmt.Answer, str]] = ()
     text = decoder.text(tokens)
     if tokens and tokens[-1] == lm.grammar.close_id:
         stop: fmt.StopAfter = "counts" if form == "fast" else "ir"
-        text += _continue(lm, decoder.prompt_ids + tokens, stop, 24 if form == "fast" else max_ir_tokens)
+        text += continue_answer(lm, decoder.prompt_ids + tokens, stop, 24 if form == "fast" else max_ir_tokens)
     answer = fmt.parse_answer(text.replace(fmt.PAD, ""), lm.passes)
     answer.verdict = verdict
     return answer, text

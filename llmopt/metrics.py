@@ -82,3 +82,9 @@ def parse_generated_ir(irs: Sequence[str | None], evaluate_tasks: Callable[..., 
     for i, res in zip(todo, results, strict=True):
         out[i] = (True, res.instcount, None) if res.ok else (False, None, res.error or "")
     return out
+
+
+def metric_value(result: Any, metric: str) -> int:
+    """A measured EvalResult's value in `metric` (`METRICS`); objsize is None when llc failed: worst."""
+    value = result.objsize if metric == "objsize" else result.instcount
+    return value if value is not None else 1 << 62

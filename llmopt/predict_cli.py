@@ -33,22 +33,38 @@ from llmopt.cli_options import (
     temperature_float,
     top_p_float,
 )
+from llmopt.sampling.config import DEFAULTS, PRIORITIES
 
-DEFAULT_SAMPLES = 10
+DEFAULT_SAMPLES = DEFAULTS.samples
+
+
+def _strategy_name(text: str) -> str:
+    """A `llmopt.sampling.registry` name (as `llmopt eval --methods` takes them)."""
+    from llmopt.sampling.registry import is_known
+
+    if not is_known(text):
+        raise argparse.ArgumentTypeError(f"unknown strategy {text!r}: choose greedy, nucleus[_tT], "
+                                         "priority[_noregex|_geomean|_token|_branchN], feedback[_fast|_short|_long], "
+                                         "random, coreset, or NAME_polishK")
+    return text
 
 
 def add_prediction_flags(p: argparse.ArgumentParser) -> None:
     """Strategy, sample count, metric and -Oz backup: what `build_strategy` and `predict_module` read."""
-    p.add_argument("--strategy", choices=("greedy", "nucleus", "priority", "random", "coreset"), default="priority")
+    p.add_argument("--strategy", type=_strategy_name, default=DEFAULTS.strategy, metavar="NAME",
+                   help="greedy, nucleus, priority, random, coreset, or any `llmopt eval` model method name "
+                        f"(nucleus_t0.8, priority_geomean_branch3, priority_polish10, ...; default {DEFAULTS.strategy})")
     p.add_argument("--samples", "-k", type=samples_int, default=DEFAULT_SAMPLES,
                    help=f"candidates per function (default {DEFAULT_SAMPLES})")
     add_metric_flag(p, "instcount", "the answers")
-    p.add_argument("--temperature", type=temperature_float, default=1.2, help="nucleus sampling temperature (default 1.2)")
-    p.add_argument("--top-p", type=top_p_float, default=0.95, help="nucleus sampling top-p in (0, 1] (default 0.95)")
+    p.add_argument("--temperature", type=temperature_float, default=DEFAULTS.temperature,
+                   help=f"nucleus sampling temperature (default {DEFAULTS.temperature})")
+    p.add_argument("--top-p", type=top_p_float, default=DEFAULTS.top_p,
+                   help=f"nucleus sampling top-p in (0, 1] (default {DEFAULTS.top_p})")
     p.add_argument("--max-branch", type=positive_int, help="Priority Sampling: alternatives pushed per token")
-    p.add_argument("--priority", choices=("prefix", "geometric", "token"), default="prefix",
+    p.add_argument("--priority", choices=PRIORITIES, default=DEFAULTS.priority,
                    help="Priority Sampling queue order (default: prefix probability)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=DEFAULTS.seed)
     p.add_argument("--feedback", choices=("fast", "short", "long"), help="add compiler-feedback rounds (thesis ch. 5)")
     p.add_argument("--rounds", type=nonnegative_int, default=2, help="feedback rounds (default 2)")
     p.add_argument("--model", help="model directory (default: the shipped model)")
@@ -104,13 +120,14 @@ def load_lm(path: str | None) -> Any:
 def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, str | None]:
     """(strategy, model directory or None) for arguments declared by `add_prediction_flags`."""
     from llmopt.errors import UsageError, one_line
-    from llmopt.sampling import make_strategy
+    from llmopt.sampling.config import SamplingConfig
+    from llmopt.sampling.registry import needs_model, strategy_from_name
 
     if args.samples < 1:
         raise UsageError("--samples must be at least 1")
     lm, model = None, None
     train_lists = None
-    if args.strategy in ("greedy", "nucleus", "priority") or args.feedback:
+    if needs_model(args.strategy) or args.feedback:
         lm = load_lm(args.model)
         model = lm.path
     if args.strategy == "coreset":
@@ -124,9 +141,14 @@ def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, 
             raise UsageError(str(err)) from None
         except (OSError, ValueError, KeyError) as err:  # pyarrow: not parquet, no `passes` column
             raise UsageError(f"{args.data}: cannot read the train split's pass lists ({one_line(err)})") from None
-    strategy = make_strategy(args.strategy, lm=lm, temperature=args.temperature, top_p=args.top_p, seed=args.seed,
-                             max_branch=args.max_branch, priority=args.priority, train_pass_lists=train_lists,
-                             passes=lm.passes if lm is not None else None)
+    config = SamplingConfig(strategy=args.strategy, samples=args.samples, temperature=args.temperature,
+                            top_p=args.top_p, max_branch=args.max_branch, priority=args.priority, seed=args.seed)
+    try:
+        strategy = strategy_from_name(args.strategy, lm=lm, config=config, harness=harness, metric=args.metric,
+                                      train_pass_lists=train_lists, passes=lm.passes if lm is not None else None,
+                                      feedback_rounds=args.rounds)
+    except ValueError as err:
+        raise UsageError(f"--strategy {args.strategy}: {err}") from None
     if args.feedback:
         from llmopt.feedback import FeedbackStrategy
 

@@ -54,10 +54,10 @@ def batch(model: str | None, irs: list[str], strategy: str, samples: int, engine
     """(functions per second, compilations) of in-process prediction over `irs`."""
     from llmopt.harness import Harness
     from llmopt.predict import predict_many
-    from llmopt.sampling import PassListLM, make_strategy
+    from llmopt.sampling import PassListLM, strategy_from_name
 
     lm = PassListLM.load(model, engine=engine)
-    strat = make_strategy(strategy, lm=lm)
+    strat = strategy_from_name(strategy, lm=lm)
     with Harness(workers=2, cache=False) as harness:
         predict_many(irs[:1], strat, samples, harness)  # warm: workers started, first forward done
         start = time.perf_counter()

@@ -12,7 +12,7 @@ import torch
 from llmopt.model import format as fmt
 from llmopt.model import llama
 from llmopt.model.loading import default_model_dir, load_model
-from llmopt.sampling import PassListLM, make_strategy
+from llmopt.sampling import PassListLM, strategy_from_name
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_priority_samples_identical_across_engines(example_ir):
     samples = {}
     for engine in ("torch", "transformers"):
         lm = PassListLM.load(engine=engine, max_passes=12)
-        samples[engine] = [(c.passes, round(c.score, 4)) for c in make_strategy("priority", lm=lm).sample(fn, 6)]
+        samples[engine] = [(c.passes, round(c.score, 4)) for c in strategy_from_name("priority", lm=lm).sample(fn, 6)]
     assert samples["torch"] == samples["transformers"] and len(samples["torch"]) == 6
 
 

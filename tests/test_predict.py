@@ -14,10 +14,10 @@ from tests.test_sampling import EXAMPLES, example_functions, harness, tiny_lm, t
 
 @pytest.mark.parametrize("name", ["greedy", "nucleus", "priority", "random", "coreset"])
 def test_every_strategy_verified_never_worse_than_oz(name, tiny_lm, harness, example_functions):  # noqa: F811
-    from llmopt.sampling import make_strategy
+    from llmopt.sampling import SamplingConfig, strategy_from_name
     from training.sample_data import CANDIDATES
 
-    strategy = make_strategy(name, lm=tiny_lm, temperature=1.0, train_pass_lists=CANDIDATES)
+    strategy = strategy_from_name(name, lm=tiny_lm, config=SamplingConfig(temperature=1.0), train_pass_lists=CANDIDATES)
     irs = example_functions[:3]
     results = predict_many(irs, strategy, 4, harness)
     for ir, fp in zip(irs, results, strict=True):

@@ -16,6 +16,7 @@ import torch
 
 from llmopt.model import format as fmt
 from llmopt.model.tokenizer import pass_token_ids, special_token_id
+from llmopt.sampling.config import DEFAULTS
 
 META_PREFIX = "default<"
 
@@ -31,7 +32,7 @@ class PassListGrammar:
     """
 
     def __init__(self, tokenizer: Any, passes: Sequence[str], vocab_size: int | None = None,
-                 max_passes: int = 48, min_passes: int = 1):
+                 max_passes: int = DEFAULTS.max_passes, min_passes: int = 1):
         self.pass_ids = pass_token_ids(tokenizer, list(passes))
         self.name_of = {i: name for name, i in self.pass_ids.items()}
         self.open_id = special_token_id(tokenizer, fmt.PASSES_OPEN)

@@ -24,6 +24,7 @@ import torch
 from llmopt.model import format as fmt
 from llmopt.model.tokenizer import special_token_id, stop_token_ids
 from llmopt.sampling.base import PromptTooLongError
+from llmopt.sampling.config import DEFAULTS
 from llmopt.sampling.grammar import PassListGrammar
 
 
@@ -42,7 +43,7 @@ class PassListLM:
     """
 
     def __init__(self, model: Any, tokenizer: Any, passes: Sequence[str] | None = None, *,
-                 max_passes: int = 48, context_length: int | None = None, path: str | None = None):
+                 max_passes: int = DEFAULTS.max_passes, context_length: int | None = None, path: str | None = None):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.path = path
@@ -59,7 +60,7 @@ class PassListLM:
         self.stop_ids = set(stop_token_ids(tokenizer, "passes"))
 
     @classmethod
-    def load(cls, path: str | Path | None = None, *, max_passes: int = 48, threads: int | None = None,
+    def load(cls, path: str | Path | None = None, *, max_passes: int = DEFAULTS.max_passes, threads: int | None = None,
              engine: str = "auto") -> PassListLM:
         """Load a model directory (default: the shipped model); raises ModelNotFoundError.
 

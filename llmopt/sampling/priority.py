@@ -1,6 +1,6 @@
-"""Priority Sampling (thesis ch. 6, Algorithm 1), and greedy decoding as its first sample.
+"""Priority Sampling (thesis ch. 6, Algorithm 1).
 
-The first sample is greedy decoding.  At every generation step the best `max_branch` alternative
+The first sample is greedy decoding (`llmopt.sampling.decoding.greedy_continue`).  At every generation step the best `max_branch` alternative
 tokens (after the grammar mask) are pushed, with their prefix, into a priority queue; each next
 sample pops the best unexpanded prefix and decodes greedily from there.  Every prefix is pushed
 once and a popped prefix ends in a token no earlier sample took at that node, so every sample is
@@ -18,30 +18,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Literal
 
 import torch
 
-from llmopt.model import format as fmt
 from llmopt.sampling.base import Sample
+from llmopt.sampling.config import DEFAULTS, PRIORITIES, Priority
+from llmopt.sampling.decoding import greedy_continue
 from llmopt.sampling.lm import PassListLM, TreeDecoder
-
-Priority = Literal["prefix", "geometric", "token"]
-
-
-def greedy_continue(decoder: TreeDecoder, prefix: list[int], logps: list[float], grammar: bool = True
-                    ) -> tuple[list[int], list[float]]:
-    """Extend `prefix` (token ids after `<passes>`) greedily until the pass list ends.
-
-    `logps` are the per-token log-probabilities of `prefix`; returns (tokens, per-token logps).
-    """
-    tokens, lps = list(prefix), list(logps)
-    while not decoder.finished(tokens):
-        row = decoder.masked_logprobs(tokens, grammar)
-        chosen = int(torch.argmax(row))
-        tokens.append(chosen)
-        lps.append(float(row[chosen]))
-    return tokens, lps
 
 
 class PrioritySampling:
@@ -55,9 +38,9 @@ class PrioritySampling:
 
     name = "priority"
 
-    def __init__(self, lm: PassListLM, *, max_branch: int | None = None, priority: Priority = "prefix",
-                 grammar: bool = True, reuse_cache: bool = True):
-        if priority not in ("prefix", "geometric", "token"):
+    def __init__(self, lm: PassListLM, *, max_branch: int | None = DEFAULTS.max_branch,
+                 priority: Priority = DEFAULTS.priority, grammar: bool = DEFAULTS.grammar, reuse_cache: bool = True):
+        if priority not in PRIORITIES:
             raise ValueError(f"unknown priority {priority!r}: use prefix, geometric or token")
         self.lm = lm
         self.max_branch = max_branch
@@ -120,69 +103,3 @@ class PrioritySampling:
             neg, _, popped, popped_lps = heapq.heappop(queue)
             prefix, prefix_lps, score = list(popped), list(popped_lps), -neg
         return samples
-
-
-class GreedyDecoding:
-    """Greedy decoding (temperature 0) under the grammar: one sample, the first of Priority Sampling."""
-
-    name = "greedy"
-
-    def __init__(self, lm: PassListLM, *, grammar: bool = True):
-        self.lm = lm
-        self.grammar = grammar
-
-    def sample(self, ir: str, n: int = 1, *, prompt: str | None = None) -> list[Sample]:
-        """[the greedy sample] (greedy never repeats, so n > 1 still gives one sample)."""
-        if n < 1:
-            return []
-        decoder = self.lm.decoder(ir, prompt=prompt)
-        tokens, lps = greedy_continue(decoder, [], [], self.grammar)
-        return [Sample(decoder.passes(tokens), sum(lps), decoder.text(tokens), logprob=sum(lps))]
-
-
-class NucleusSampling:
-    """Temperature + top-p (nucleus) sampling under the grammar; seeded, duplicates kept.
-
-    The sequence of samples is a function of (seed, ir): the same command gives the same lists.
-    Temperature 0 is greedy decoding.
-    """
-
-    name = "nucleus"
-
-    def __init__(self, lm: PassListLM, *, temperature: float = 1.2, top_p: float = 0.95, seed: int = 0,
-                 grammar: bool = True):
-        self.lm = lm
-        self.temperature = temperature
-        self.top_p = top_p
-        self.seed = seed
-        self.grammar = grammar
-
-    def sample(self, ir: str, n: int, *, prompt: str | None = None) -> list[Sample]:
-        """`n` samples (duplicates possible; predict compiles each distinct list once)."""
-        import hashlib
-
-        decoder = self.lm.decoder(ir, prompt=prompt)
-        digest = hashlib.sha256((prompt or fmt.build_prompt(ir)).encode()).digest()
-        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + int.from_bytes(digest[:4], "little"))
-        samples = []
-        for _ in range(n):
-            tokens: list[int] = []
-            lps: list[float] = []
-            while not decoder.finished(tokens):
-                row = decoder.masked_logprobs(tokens, self.grammar)
-                tok = self._draw(row, gen)
-                tokens.append(tok)
-                lps.append(float(row[tok]))
-            samples.append(Sample(decoder.passes(tokens), sum(lps), decoder.text(tokens), logprob=sum(lps)))
-        return samples
-
-    def _draw(self, logprobs: torch.Tensor, gen: torch.Generator) -> int:
-        """One token from the temperature-scaled, top-p-truncated distribution. logprobs: (vocab,)."""
-        if self.temperature <= 0:
-            return int(torch.argmax(logprobs))
-        probs = torch.softmax(logprobs / self.temperature, dim=-1)
-        sorted_p, order = torch.sort(probs, descending=True)
-        keep = torch.cumsum(sorted_p, 0) - sorted_p < self.top_p  # smallest set reaching top_p
-        sorted_p = torch.where(keep, sorted_p, torch.zeros_like(sorted_p))
-        choice = torch.multinomial(sorted_p / sorted_p.sum(), 1, generator=gen)
-        return int(order[choice])
