@@ -121,7 +121,7 @@ def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, 
     """(strategy, model directory or None) for arguments declared by `add_prediction_flags`."""
     from llmopt.errors import UsageError, one_line
     from llmopt.sampling.config import SamplingConfig
-    from llmopt.sampling.registry import needs_model, strategy_from_name
+    from llmopt.sampling.registry import needs_model, split_polish, strategy_from_name
 
     if args.samples < 1:
         raise UsageError("--samples must be at least 1")
@@ -130,7 +130,7 @@ def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, 
     if needs_model(args.strategy) or args.feedback:
         lm = load_lm(args.model)
         model = lm.path
-    if args.strategy == "coreset":
+    if (split_polish(args.strategy) or (args.strategy,))[0] == "coreset":  # coreset or coreset_polishK
         from llmopt.sampling.baselines import Coreset
 
         if not args.data:
