@@ -18,6 +18,7 @@ from typing import Any
 from tqdm import tqdm
 
 from eval.inputs import Function
+from eval.store import BASELINE, JsonlStore
 from llmopt.llvm.ir import normalize_ir
 from llmopt.metrics import corpus_ir_bleu, mape, parse_generated_ir, share
 from llmopt.model import format as fmt
@@ -111,8 +112,6 @@ def summarize_quality(records: Sequence[dict], inputs: dict[str, str]) -> dict:
 
 def run_quality(functions: Sequence[Function], factory: Any, harness: Any, cfg: Any) -> dict:
     """Decode, score and summarize up to `cfg.quality_limit` functions (the first by fid: seeded, stable)."""
-    from eval.runner import BASELINE, JsonlStore
-
     store = JsonlStore(cfg.out / QUALITY)
     done = {r["fid"]: r for r in store.read()}
     base = {r["fid"]: r for r in JsonlStore(cfg.out / BASELINE).read()}

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 from tqdm import tqdm
 
 from eval import metrics
+from eval.aggregate import aggregate
 from eval.inputs import Function, InputError, load_functions, training_rows
 from eval.methods import (
     DEFAULT_METHODS,
@@ -33,14 +33,12 @@ from eval.methods import (
     expand_methods,
     needs_model,
 )
+from eval.store import BASELINE, OBJSIZE, RECORDS, JsonlStore, candidates_of
 from llmopt.llvm.passes import OZ
-from llmopt.metrics import METRICS, share
+from llmopt.metrics import METRICS
 from llmopt.run_settings import settings_diff, store_settings
 from llmopt.sampling.base import PromptTooLongError, Sample, Strategy
 
-RECORDS = "records.jsonl"
-OBJSIZE = "objsize.jsonl"
-BASELINE = "baseline.jsonl"
 DEFAULT_SAMPLES = (1, 3, 5, 10, 30, 100)
 _ERROR_CHARS = 300
 
@@ -65,36 +63,6 @@ class EvalConfig:
     chunk: int = 16
     progress: bool = True
     metric: str = "instcount"  # what methods minimize and results report: "instcount" or "objsize" (bytes)
-
-
-# ---------------------------------------------------------------- JSONL store
-
-
-class JsonlStore:
-    """Append-only JSON lines; a torn last line (interrupted run) is ignored on reading."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def read(self) -> list[dict]:
-        if not self.path.exists():
-            return []
-        out = []
-        for line in self.path.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return out
-
-    def append(self, items: Iterable[dict]) -> None:
-        lines = "".join(json.dumps(item, sort_keys=True) + "\n" for item in items)
-        if not lines:
-            return
-        with self.path.open("a") as f:
-            f.write(lines)
-            f.flush()
-            os.fsync(f.fileno())
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -212,11 +180,6 @@ def chosen_lists(records: dict[tuple[str, str], dict], base: dict[str, dict], ks
     return out
 
 
-def _base(b: dict, metric: str) -> tuple[int, int]:
-    """(input, -Oz) of one function's baseline row in `metric`."""
-    return b[f"{metric}_input"], b[f"{metric}_oz"]
-
-
 def measure_objsize(chosen: dict[tuple[str, str, int], list[str] | None], functions: Sequence[Function],
                     harness: Any, store: JsonlStore, progress: bool = True) -> dict[tuple[str, str], int | None]:
     """(fid, json(passes)) -> .text+.data bytes for every chosen list and for -Oz; stored in `store`."""
@@ -236,11 +199,6 @@ def measure_objsize(chosen: dict[tuple[str, str, int], list[str] | None], functi
         bar.update(len(part))
     bar.close()
     return known
-
-
-def candidates_of(record: dict, metric: str = "instcount") -> list[metrics.Candidate]:
-    """The measured candidates of a record, valued in `metric` (a list without that value failed)."""
-    return [metrics.Candidate(c["passes"], c.get(metric), c.get("error"), c.get("score")) for c in record["samples"]]
 
 
 # ---------------------------------------------------------------- the whole run
@@ -281,6 +239,60 @@ def _check_config(cfg: EvalConfig) -> None:
                           "or delete it")
 
 
+def _measured_functions(cfg: EvalConfig, functions: list[Function], harness: Any, notes: list[str]
+                        ) -> tuple[list[Function], dict[str, dict]]:
+    """(functions whose input and -Oz compile, every function's baseline row)."""
+    base = measure_baseline(functions, harness, JsonlStore(cfg.out / BASELINE), cfg.metric)
+    bad = [fn for fn in functions if base[fn.fid]["error"]]
+    if bad:
+        notes.append(f"{len(bad)} function(s) dropped: the input or -Oz failed to compile "
+                     f"(first: {base[bad[0].fid]['error'].splitlines()[0]})")
+        functions = [fn for fn in functions if not base[fn.fid]["error"]]
+    if not functions:
+        raise InputError(f"nothing to evaluate: {notes[-1] if notes else 'no functions'}")
+    return functions, base
+
+
+def _run_methods(cfg: EvalConfig, methods: Sequence[str], functions: list[Function], factory: MethodFactory,
+                 harness: Any, store: JsonlStore, k_max: int, notes: list[str], timings: dict[str, float]
+                 ) -> list[str]:
+    """Run every method not yet complete in `store`; returns the methods that have records."""
+    done = {(r["method"], r["fid"]) for r in store.read() if r.get("n", 0) >= k_max}
+    ran: list[str] = []
+    for name in methods:
+        if all((name, fn.fid) in done for fn in functions):
+            ran.append(name)
+            continue
+        try:
+            strategy = factory.build(name)
+        except (MethodError, FileNotFoundError) as err:
+            notes.append(f"{name}: skipped: {err}")
+            if cfg.progress:
+                _log(f"{name}: skipped: {err}")
+            continue
+        targets = functions
+        if name == "autotuner":
+            targets = [fn for fn in functions if fn.labelled]
+        # A strategy that compiles while it samples must not share the harness with a background chunk.
+        overlap = not getattr(strategy, "compiles_while_sampling", False)
+        timings[name] = run_method(name, strategy, targets, k_max, harness, store, done, cfg.chunk,
+                                   cfg.progress, overlap, cfg.metric)
+        ran.append(name)
+    return ran
+
+
+def _quality(cfg: EvalConfig, ran: Sequence[str], functions: list[Function], factory: MethodFactory,
+             harness: Any, notes: list[str]) -> dict | None:
+    if cfg.quality_limit <= 0:
+        return None
+    if not any(needs_model(m) for m in ran):
+        notes.append("code quality: skipped (no model method ran)")
+        return None
+    from eval import quality as quality_mod
+
+    return quality_mod.run_quality(functions, factory, harness, cfg)
+
+
 def run_eval(cfg: EvalConfig) -> dict:
     """Evaluate, write results.json + tables + plots + REPORT.md into `cfg.out`; returns the results dict."""
     from eval import report
@@ -298,56 +310,20 @@ def run_eval(cfg: EvalConfig) -> dict:
     notes: list[str] = []
     timings: dict[str, float] = {}
     with _harness(cfg) as harness:
-        base_store = JsonlStore(cfg.out / BASELINE)
-        base = measure_baseline(functions, harness, base_store, cfg.metric)
-        bad = [fn for fn in functions if base[fn.fid]["error"]]
-        if bad:
-            notes.append(f"{len(bad)} function(s) dropped: the input or -Oz failed to compile "
-                         f"(first: {base[bad[0].fid]['error'].splitlines()[0]})")
-            functions = [fn for fn in functions if not base[fn.fid]["error"]]
-        if not functions:
-            raise InputError(f"nothing to evaluate: {notes[-1] if notes else 'no functions'}")
+        functions, base = _measured_functions(cfg, functions, harness, notes)
         store = JsonlStore(cfg.out / RECORDS)
-        done = {(r["method"], r["fid"]) for r in store.read() if r.get("n", 0) >= k_max}
         options = dataclasses.replace(cfg.options, metric=cfg.metric)  # one metric for every part
         factory = MethodFactory(functions, train, harness, options, cfg.out)
-        ran: list[str] = []
-        for name in methods:
-            if all((name, fn.fid) in done for fn in functions):
-                ran.append(name)
-                continue
-            try:
-                strategy = factory.build(name)
-            except (MethodError, FileNotFoundError) as err:
-                notes.append(f"{name}: skipped: {err}")
-                if cfg.progress:
-                    _log(f"{name}: skipped: {err}")
-                continue
-            targets = functions
-            if name == "autotuner":
-                targets = [fn for fn in functions if fn.labelled]
-            # A strategy that compiles while it samples must not share the harness with a background chunk.
-            overlap = not getattr(strategy, "compiles_while_sampling", False)
-            timings[name] = run_method(name, strategy, targets, k_max, harness, store, done, cfg.chunk,
-                                       cfg.progress, overlap, cfg.metric)
-            ran.append(name)
-        records = {(r["method"], r["fid"]): r for r in store.read() if r["method"] in ran}
+        ran = _run_methods(cfg, methods, functions, factory, harness, store, k_max, notes, timings)
         fids = {fn.fid for fn in functions}
-        records = {key: r for key, r in records.items() if key[1] in fids}
+        records = {(r["method"], r["fid"]): r for r in store.read() if r["method"] in ran and r["fid"] in fids}
         if not records:
             raise MethodError("nothing was evaluated: " + (notes[-1] if notes else "no method produced candidates"))
         objsizes: dict[tuple[str, str], int | None] = {}
         if cfg.objsize and cfg.metric == "instcount":  # is instcount an honest proxy for size?
             chosen = chosen_lists(records, base, ks)
             objsizes = measure_objsize(chosen, functions, harness, JsonlStore(cfg.out / OBJSIZE), cfg.progress)
-        quality: dict | None = None
-        if cfg.quality_limit > 0:
-            if any(needs_model(m) for m in ran):
-                from eval import quality as quality_mod
-
-                quality = quality_mod.run_quality(functions, factory, harness, cfg)
-            else:
-                notes.append("code quality: skipped (no model method ran)")
+        quality = _quality(cfg, ran, functions, factory, harness, notes)
     if any(not fn.labelled for fn in functions):
         notes.append("inputs without labels: the autotuner row is absent; -Oz and input counts are measured")
     results = aggregate(functions, base, records, ran, ks, objsizes, train, described, cfg)
@@ -358,115 +334,6 @@ def run_eval(cfg: EvalConfig) -> dict:
     (cfg.out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
     report.write_all(results, cfg.out)
     return results
-
-
-# ---------------------------------------------------------------- aggregation
-
-
-def _grouper(functions: Sequence[Function], max_groups: int = 12) -> Any:
-    """Source -> dataset group: the full source (`pypi:zlib-ng`) when there are few, else its prefix (`pypi`)."""
-    sources = {fn.source for fn in functions}
-    if len(sources) <= max_groups and not any(s.startswith(("dir:", "file:")) for s in sources):
-        return lambda fn: fn.source
-    return lambda fn: fn.source.split(":", 1)[0]
-
-
-def aggregate(functions: Sequence[Function], base: dict[str, dict], records: dict[tuple[str, str], dict],
-              methods: Sequence[str], ks: Sequence[int], objsizes: dict[tuple[str, str], int | None],
-              train: Sequence[dict], described: str, cfg: EvalConfig) -> dict:
-    """The results dict (results.json): per method and k, without and with -Oz backup, plus breakdowns."""
-    by_fid = {fn.fid: fn for fn in functions}
-    metric = cfg.metric
-    oz_total = sum(_base(base[fn.fid], metric)[1] for fn in functions)
-    input_total = sum(_base(base[fn.fid], metric)[0] for fn in functions)
-    # With metric objsize every count below (instcount_* fields included) is bytes: see `unit`.
-    out: dict[str, Any] = {
-        "dataset": described, "n_functions": len(functions), "metric": metric,
-        "unit": "bytes" if metric == "objsize" else "instructions", "instcount_oz": oz_total,
-        "instcount_input": input_total, "samples": list(ks), "seed": cfg.seed, "model": cfg.options.model,
-        "methods": {}, "by_source": {}, "by_size": {}, "objsize": {}, "pass_frequency": {},
-    }
-    k_report = sorted({ks[0], ks[-1]})
-    group_of = _grouper(functions)
-    train_lists = {tuple(r["passes"]) for r in train if r.get("passes") is not None}
-    for method in methods:
-        recs = {fid: r for (m, fid), r in records.items() if m == method}
-        if not recs:
-            continue
-        entry: dict[str, Any] = {"n_functions": len(recs), "samples": {}}
-        per_k: dict[int, list[tuple[Function, int, metrics.Outcome, metrics.Outcome]]] = {}
-        for k in ks:
-            rows = []
-            for fid, rec in recs.items():
-                value_input, value_oz = _base(base[fid], metric)
-                extra = by_fid[fid].evaluations if method == "autotuner" else None
-                cands = candidates_of(rec, metric)
-                raw = metrics.outcome_at(cands, k, value_input, value_oz, False, extra)
-                backed = metrics.outcome_at(cands, k, value_input, value_oz, True, extra)
-                rows.append((by_fid[fid], value_oz, raw, backed))
-            per_k[k] = rows
-            raw_sum = metrics.summarize([(oz, o) for _, oz, o, _ in rows]).to_dict()
-            raw_sum["oz_backup"] = metrics.summarize([(oz, o) for _, oz, _, o in rows]).to_dict()
-            entry["samples"][str(k)] = raw_sum
-        entry["notes"] = sorted({r["note"].split(":")[0] for r in recs.values() if r.get("note")})
-        out["methods"][method] = entry
-        for k in k_report:
-            label = f"{method}@{k}"
-            rows = per_k[k]
-            groups: dict[str, list] = {}
-            sizes: dict[str, list] = {}
-            for fn, oz, raw, backed in rows:
-                groups.setdefault(group_of(fn), []).append((oz, raw, backed))
-                sizes.setdefault(metrics.size_bin(base[fn.fid]["instcount_input"]), []).append((oz, raw, backed))
-            out["by_source"][label] = {g: _pair_summary(v) for g, v in sorted(groups.items())}
-            out["by_size"][label] = {b: _pair_summary(sizes[b]) for b in metrics.SIZE_BINS if b in sizes}
-        for k in ks if objsizes else ():
-            honesty = []
-            for fn, oz, raw, _ in per_k[k]:
-                if raw.passes is None:
-                    continue
-                honesty.append((oz, raw.instcount, objsizes.get((fn.fid, json.dumps([OZ]))),
-                                objsizes.get((fn.fid, json.dumps(raw.passes)))))
-            out["objsize"][f"{method}@{k}"] = metrics.objsize_honesty(honesty)
-        if method not in ("autotuner", "oz"):  # the autotuner's lists are `labels` below
-            first = [candidates_of(r)[0].passes for r in recs.values() if r["samples"]]
-            out["pass_frequency"][method] = pass_statistics(first, train_lists)
-    labels = [fn.passes for fn in functions if fn.passes is not None]
-    if labels:
-        out["pass_frequency"]["labels"] = pass_statistics(labels, train_lists)
-    return out
-
-
-def _pair_summary(rows: list[tuple[int, metrics.Outcome, metrics.Outcome]]) -> dict:
-    raw = metrics.summarize([(oz, r) for oz, r, _ in rows])
-    backed = metrics.summarize([(oz, b) for oz, _, b in rows])
-    return {"n_functions": raw.n_functions, "instcount_oz": raw.instcount_oz,
-            "overall_improvement_pct": raw.overall_improvement_pct,
-            "overall_improvement_pct_oz_backup": backed.overall_improvement_pct,
-            "functions_improved": raw.functions_improved, "functions_regressed": raw.functions_regressed}
-
-
-def pass_statistics(lists: Sequence[Sequence[str]], train_lists: set[tuple[str, ...]]) -> dict:
-    """Thesis Fig. 4.7: share of lists each pass appears in, list lengths (excluding exactly -Oz), novelty."""
-    n = len(lists)
-    counts: dict[str, int] = {}
-    for passes in lists:
-        for p in set(passes):
-            counts[p] = counts.get(p, 0) + 1
-    not_oz = [p for p in lists if list(p) != [OZ]]
-    lengths = [len(p) for p in not_oz]
-    distinct = {tuple(p) for p in lists}
-    return {
-        "n_lists": n,
-        "frequency": {p: c / n for p, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))} if n else {},
-        "oz_only_pct": share(n - len(not_oz), n),
-        "oz_in_longer_pct": share(sum(OZ in p for p in not_oz), n),
-        "mean_length_excl_oz": sum(lengths) / len(lengths) if lengths else 0.0,
-        "max_length": max(lengths, default=0),
-        "length_histogram": {str(length): lengths.count(length) for length in sorted(set(lengths))},
-        "distinct_lists": len(distinct),
-        "lists_not_in_training": len(distinct - train_lists) if train_lists else None,
-    }
 
 
 def config_dict(cfg: EvalConfig) -> dict:

@@ -1,7 +1,7 @@
 """Tables of an evaluation (thesis Fig. 4.5-4.9, 4.11, Table 6.1), each written as Markdown, CSV and JSON.
 
 A `Table` is a title, column names and rows of plain values; `build_tables(results)` derives all
-of them from the results dict of `eval.runner.aggregate`.
+of them from the results dict of `eval.aggregate.aggregate`.
 """
 
 from __future__ import annotations
