@@ -38,6 +38,7 @@ from training.targets import choose_targets
 from training.validation import MeasureFn, ValidationCallback, harness_measure
 
 VAL_LOSS_EXAMPLES = 64
+TRAIN_COLUMNS = ["step", "epoch", "tokens", "loss", "lr", "tokens_per_s", "elapsed_s"]
 VAL_COLUMNS = ["step", "tokens", "val_loss", "improvement_over_oz", "autotuner_improvement", "valid_pass_lists",
                "counts_present", "instcount_input_mape", "instcount_output_mape", "ir_parses", "ir_exact_match",
                "ir_bleu"]
@@ -147,140 +148,163 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
 
     `measure` is the validation's compile-and-measure function (default: the harness).
     """
-    from accelerate import Accelerator
-    from accelerate.utils import set_seed
-    from torch.utils.tensorboard import SummaryWriter
-    from tqdm import tqdm
+    return _Trainer(cfg, measure).run(progress)
 
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    accelerator = Accelerator(mixed_precision=cfg.mixed_precision)
-    set_seed(cfg.seed)
-    main = accelerator.is_main_process
 
-    # ---- data, tokenizer, model
+def _load_data(cfg: TrainConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int | None, list[str]]:
+    """(train rows, validation rows, LLVM version, pass vocabulary)."""
     train_rows = read_rows(cfg.data_dir, "train")[: cfg.max_train_examples]
     val_rows = read_rows(cfg.data_dir, "validation")
     if not train_rows:
         raise FileNotFoundError(f"no training rows in {cfg.data_dir}/train.parquet")
     llvm_version = train_rows[0].get("llvm_version")
-    passes = _pass_vocabulary(train_rows, llvm_version)
+    return train_rows, val_rows, llvm_version, _pass_vocabulary(train_rows, llvm_version)
+
+
+def _model_and_tokenizer(cfg: TrainConfig, rows: list[dict[str, Any]], passes: list[str], llvm_version: int | None,
+                         out: Path) -> tuple[Any, Any]:
     source = cfg.tokenizer
     if source is None and cfg.init_from and (Path(cfg.init_from) / "llmopt.json").exists():
         source = cfg.init_from  # fine-tuning an llmopt model: keep its tokenizer
     tokenizer = None  # None: a foreign checkpoint, whose own tokenizer build_model extends
     if cfg.init_from is None or source or (out / "tokenizer" / "llmopt.json").exists():
-        tokenizer = build_tokenizer(cfg, train_rows, passes, llvm_version, out, source)
+        tokenizer = build_tokenizer(cfg, rows, passes, llvm_version, out, source)
     model, tokenizer = build_model(cfg, passes, tokenizer, out)
     tokenizer.padding_side = "right"
-    examples, skipped = encode_rows(train_rows, tokenizer, cfg.context_length, with_ir=cfg.with_ir,
-                                    targets=choose_targets(train_rows, cfg.target_policy))
-    val_examples, _ = encode_rows(val_rows[:VAL_LOSS_EXAMPLES], tokenizer, cfg.context_length, with_ir=cfg.with_ir)
-    n_params = sum(p.numel() for p in model.parameters())
-    if main:
-        print(f"{len(examples)} training examples ({skipped} longer than {cfg.context_length} tokens skipped), "
-              f"{len(val_rows)} validation; model {n_params / 1e6:.2f}M parameters, vocab {len(tokenizer)}")
-        (out / "train_config.json").write_text(json.dumps(cfg.to_dict(), indent=1) + "\n")
+    return model, tokenizer
 
-    # ---- optimizer: AdamW, no weight decay on norms and biases
+
+def _optimizer(cfg: TrainConfig, model: Any) -> torch.optim.Optimizer:
+    """AdamW, no weight decay on norms and biases."""
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=False)
-    model, optimizer = accelerator.prepare(model, optimizer)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=False)
 
-    # ---- resume
-    state = {"step": 0, "tokens": 0, "best_improvement": None}
-    ckpt = out / "checkpoint"
-    if not (ckpt / "trainer_state.json").exists() and (out / "checkpoint.tmp" / "trainer_state.json").exists():
-        (out / "checkpoint.tmp").rename(ckpt)  # killed between the two renames of a checkpoint save
-    if (ckpt / "trainer_state.json").exists():
-        accelerator.load_state(str(ckpt))
-        state = json.loads((ckpt / "trainer_state.json").read_text())
-        if main:
-            print(f"resuming from step {state['step']} ({state['tokens']} tokens)")
-            for log in ("train_log.csv", "validation_log.csv"):  # drop rows logged after that checkpoint
-                _truncate_log(out / log, state["step"])
 
-    def save_checkpoint() -> None:
-        tmp = out / "checkpoint.tmp"
-        if main:
-            shutil.rmtree(tmp, ignore_errors=True)
-        accelerator.wait_for_everyone()
-        accelerator.save_state(str(tmp))
-        if main:
-            (tmp / "trainer_state.json").write_text(json.dumps(state))  # written last: marks it complete
-            shutil.rmtree(ckpt, ignore_errors=True)
-            tmp.rename(ckpt)
-        accelerator.wait_for_everyone()
-
-    meta = ModelMeta(passes=passes, llvm_version=llvm_version, with_ir=cfg.with_ir)
-
-    def run_meta(extra: dict[str, Any]) -> ModelMeta:
-        m = copy.deepcopy(meta)
-        m.extra.update({"preset": cfg.model_preset if cfg.init_from is None else None, "init_from": cfg.init_from,
-                        "lora": cfg.lora.enabled, "parameters": n_params, "steps": state["step"],
-                        "training_tokens": state["tokens"], "context_length": cfg.context_length,
-                        "data_dir": str(cfg.data_dir), "train_examples": len(examples),
-                        "target_policy": cfg.target_policy, **extra})
-        return m
-
-    # ---- validation
-    if measure is None and val_rows and cfg.val_functions > 0:
+def _validation_callback(cfg: TrainConfig, val_rows: list[dict[str, Any]], passes: list[str],
+                         measure: MeasureFn | None) -> ValidationCallback | None:
+    if not val_rows or cfg.val_functions <= 0:
+        return None
+    if measure is None:
         try:
             measure = harness_measure()
         except Exception as err:  # no LLVM here: keep training, report loss only
             print(f"validation metrics disabled: {err}")
-    callback = None
-    if measure is not None and val_rows and cfg.val_functions > 0:
-        callback = ValidationCallback(val_rows[: cfg.val_functions], measure, passes, cfg.val_max_new_tokens,
-                                      cfg.val_batch_size, cfg.val_generate_ir and cfg.with_ir)
-    writer = SummaryWriter(str(out / "tensorboard"), purge_step=state["step"] or None) if main else None
-    train_log = _CsvLog(out / "train_log.csv", ["step", "epoch", "tokens", "loss", "lr", "tokens_per_s", "elapsed_s"])
-    val_log = _CsvLog(out / "validation_log.csv", VAL_COLUMNS)
-    last_metrics: dict[str, float] = {}
+            return None
+    return ValidationCallback(val_rows[: cfg.val_functions], measure, passes, cfg.val_max_new_tokens,
+                              cfg.val_batch_size, cfg.val_generate_ir and cfg.with_ir)
 
-    def validate() -> None:
-        nonlocal last_metrics
-        unwrapped = accelerator.unwrap_model(model)
+
+class _Trainer:
+    """One run of `train`: set-up, resume, the step loop, validation, checkpoints and the export."""
+
+    def __init__(self, cfg: TrainConfig, measure: MeasureFn | None):
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.cfg, self.out = cfg, Path(cfg.out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.accelerator = Accelerator(mixed_precision=cfg.mixed_precision)
+        set_seed(cfg.seed)
+        self.main = self.accelerator.is_main_process
+        train_rows, val_rows, llvm_version, passes = _load_data(cfg)
+        model, self.tokenizer = _model_and_tokenizer(cfg, train_rows, passes, llvm_version, self.out)
+        self.examples, skipped = encode_rows(train_rows, self.tokenizer, cfg.context_length, with_ir=cfg.with_ir,
+                                             targets=choose_targets(train_rows, cfg.target_policy))
+        self.val_examples, _ = encode_rows(val_rows[:VAL_LOSS_EXAMPLES], self.tokenizer, cfg.context_length,
+                                           with_ir=cfg.with_ir)
+        self.n_params = sum(p.numel() for p in model.parameters())
+        if self.main:
+            print(f"{len(self.examples)} training examples ({skipped} longer than {cfg.context_length} tokens "
+                  f"skipped), {len(val_rows)} validation; model {self.n_params / 1e6:.2f}M parameters, "
+                  f"vocab {len(self.tokenizer)}")
+            (self.out / "train_config.json").write_text(json.dumps(cfg.to_dict(), indent=1) + "\n")
+        self.model, self.optimizer = self.accelerator.prepare(model, _optimizer(cfg, model))
+        self.state = self._resume()
+        self.meta = ModelMeta(passes=passes, llvm_version=llvm_version, with_ir=cfg.with_ir)
+        self.callback = _validation_callback(cfg, val_rows, passes, measure)
+        self.last_metrics: dict[str, float] = {}
+        out, step = self.out, self.state["step"]
+        self.writer = SummaryWriter(str(out / "tensorboard"), purge_step=step or None) if self.main else None
+        self.train_log = _CsvLog(out / "train_log.csv", TRAIN_COLUMNS)
+        self.val_log = _CsvLog(out / "validation_log.csv", VAL_COLUMNS)
+
+    # ---- checkpoints: out/checkpoint is replaced atomically (checkpoint.tmp, then two renames)
+    def _resume(self) -> dict[str, Any]:
+        out, ckpt = self.out, self.out / "checkpoint"
+        if not (ckpt / "trainer_state.json").exists() and (out / "checkpoint.tmp" / "trainer_state.json").exists():
+            (out / "checkpoint.tmp").rename(ckpt)  # killed between the two renames of a checkpoint save
+        if not (ckpt / "trainer_state.json").exists():
+            return {"step": 0, "tokens": 0, "best_improvement": None}
+        self.accelerator.load_state(str(ckpt))
+        state = json.loads((ckpt / "trainer_state.json").read_text())
+        if self.main:
+            print(f"resuming from step {state['step']} ({state['tokens']} tokens)")
+            for log in ("train_log.csv", "validation_log.csv"):  # drop rows logged after that checkpoint
+                _truncate_log(out / log, state["step"])
+        return state
+
+    def save_checkpoint(self) -> None:
+        tmp, ckpt = self.out / "checkpoint.tmp", self.out / "checkpoint"
+        if self.main:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.accelerator.wait_for_everyone()
+        self.accelerator.save_state(str(tmp))
+        if self.main:
+            (tmp / "trainer_state.json").write_text(json.dumps(self.state))  # written last: marks it complete
+            shutil.rmtree(ckpt, ignore_errors=True)
+            tmp.rename(ckpt)
+        self.accelerator.wait_for_everyone()
+
+    def run_meta(self, extra: dict[str, Any]) -> ModelMeta:
+        cfg, m = self.cfg, copy.deepcopy(self.meta)
+        m.extra.update({"preset": cfg.model_preset if cfg.init_from is None else None, "init_from": cfg.init_from,
+                        "lora": cfg.lora.enabled, "parameters": self.n_params, "steps": self.state["step"],
+                        "training_tokens": self.state["tokens"], "context_length": cfg.context_length,
+                        "data_dir": str(cfg.data_dir), "train_examples": len(self.examples),
+                        "target_policy": cfg.target_policy, **extra})
+        return m
+
+    # ---- validation
+    def validate(self) -> None:
+        unwrapped = self.accelerator.unwrap_model(self.model)
         metrics: dict[str, float] = {}
-        if val_examples:
-            metrics["val_loss"] = validation_loss(unwrapped, val_examples, tokenizer.pad_token_id, cfg.batch_size)
-        if callback is not None and main:
-            metrics.update(callback(unwrapped, tokenizer))
-        if main:
-            last_metrics = metrics
-            val_log.write({"step": state["step"], "tokens": state["tokens"], **metrics})
-            for k, v in metrics.items():
-                writer.add_scalar(f"validation/{k}", v, state["step"])
-            print(f"step {state['step']}: " + ", ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
-            # Best = highest improvement over -Oz; equal improvements (a model that mostly answers -Oz
-            # scores 0.0 at every evaluation) go to the lower validation loss, not the earliest step.
-            rank = (metrics.get("improvement_over_oz", float("-inf")), -metrics["val_loss"])
-            best = state["best_improvement"]
-            if best is None or rank > tuple(best if isinstance(best, list) else (best, float("-inf"))):
-                state["best_improvement"] = list(rank)
-                export_model(unwrapped, tokenizer, run_meta({"validation": metrics}), out / "best")
+        if self.val_examples:
+            metrics["val_loss"] = validation_loss(unwrapped, self.val_examples, self.tokenizer.pad_token_id,
+                                                  self.cfg.batch_size)
+        if self.callback is not None and self.main:
+            metrics.update(self.callback(unwrapped, self.tokenizer))
+        if not self.main:
+            return
+        step = self.state["step"]
+        self.last_metrics = metrics
+        self.val_log.write({"step": step, "tokens": self.state["tokens"], **metrics})
+        for k, v in metrics.items():
+            self.writer.add_scalar(f"validation/{k}", v, step)
+        print(f"step {step}: " + ", ".join(f"{k} {v:.3f}" for k, v in metrics.items()))
+        # Best = highest improvement over -Oz; equal improvements (a model that mostly answers -Oz
+        # scores 0.0 at every evaluation) go to the lower validation loss, not the earliest step.
+        rank = (metrics.get("improvement_over_oz", float("-inf")), -metrics["val_loss"])
+        best = self.state["best_improvement"]
+        if best is None or rank > tuple(best if isinstance(best, list) else (best, float("-inf"))):
+            self.state["best_improvement"] = list(rank)
+            export_model(unwrapped, self.tokenizer, self.run_meta({"validation": metrics}), self.out / "best")
 
     # ---- the loop
-    schedule = BatchSchedule([len(e["input_ids"]) for e in examples], cfg.batch_size, cfg.seed)
-    world, rank = accelerator.num_processes, accelerator.process_index
-    model.train()
-    bar = tqdm(total=cfg.max_steps, initial=state["step"], disable=not (progress and main), desc="train")
-    # tokens/s counts training compute only (not validation or checkpoint time)
-    busy, tokens_log, start = 0.0, 0, time.time()
-    while state["step"] < cfg.max_steps:
-        t_step = time.time()
-        step = state["step"]
-        lr = lr_at(step, cfg)
-        for group in optimizer.param_groups:
+    def _step(self, schedule: BatchSchedule, lr: float) -> tuple[float, int]:
+        """One optimizer step of `grad_accum` micro-batches: (loss, tokens seen by all processes)."""
+        cfg, accelerator, model = self.cfg, self.accelerator, self.model
+        world, rank = accelerator.num_processes, accelerator.process_index
+        for group in self.optimizer.param_groups:
             group["lr"] = lr
-        loss_sum = 0.0
+        loss_sum, tokens = 0.0, 0
         for micro in range(cfg.grad_accum):
-            index = (step * cfg.grad_accum + micro) * world + rank
-            chosen = [pick_variant(examples[i], cfg.seed, schedule.epoch_of(index), int(i))
+            index = (self.state["step"] * cfg.grad_accum + micro) * world + rank
+            chosen = [pick_variant(self.examples[i], cfg.seed, schedule.epoch_of(index), int(i))
                       for i in schedule.batch(index)]
-            batch = {k: v.to(accelerator.device) for k, v in collate(chosen, tokenizer.pad_token_id).items()}
+            batch = {k: v.to(accelerator.device) for k, v in collate(chosen, self.tokenizer.pad_token_id).items()}
             # Sync gradients across processes only on the last micro-batch.
             sync = accelerator.no_sync(model) if micro < cfg.grad_accum - 1 else nullcontext()
             with sync:
@@ -288,41 +312,66 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
                 accelerator.backward(loss)
             loss_sum += loss.item()
             n_tokens = int(batch["attention_mask"].sum()) * world
-            state["tokens"] += n_tokens
-            tokens_log += n_tokens
+            self.state["tokens"] += n_tokens
+            tokens += n_tokens
         if cfg.grad_clip > 0:
             accelerator.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        busy += time.time() - t_step
-        state["step"] += 1
-        bar.update(1)
-        if state["step"] % cfg.log_interval == 0 or state["step"] == cfg.max_steps:
-            row = {"step": state["step"], "epoch": round(state["step"] * cfg.grad_accum * world / schedule.per_epoch, 3),
-                   "tokens": state["tokens"], "loss": round(loss_sum, 5), "lr": lr,
-                   "tokens_per_s": round(tokens_log / max(busy, 1e-9), 1), "elapsed_s": round(time.time() - start, 1)}
-            busy, tokens_log = 0.0, 0
-            if main:
-                train_log.write(row)
-                writer.add_scalar("train/loss", row["loss"], row["step"])
-                writer.add_scalar("train/lr", lr, row["step"])
-                writer.add_scalar("train/tokens_per_s", row["tokens_per_s"], row["step"])
-                bar.set_postfix(loss=f"{loss_sum:.3f}", tok_s=f"{row['tokens_per_s']:.0f}")
-        if cfg.eval_interval > 0 and state["step"] % cfg.eval_interval == 0:
-            validate()
-        if state["step"] % cfg.checkpoint_interval == 0 or state["step"] == cfg.max_steps:
-            save_checkpoint()
-    bar.close()
-    if cfg.eval_interval > 0 and state["step"] % cfg.eval_interval != 0 and not last_metrics:
-        validate()
-    if not last_metrics and (out / "validation_log.csv").exists():
-        last_metrics = _last_row(out / "validation_log.csv")
-    final = out / "model"
-    if main:
-        export_model(accelerator.unwrap_model(model), tokenizer, run_meta({"validation": last_metrics}), final)
-        writer.close()
-    accelerator.wait_for_everyone()
-    return final
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss_sum, tokens
+
+    def _log_step(self, row: dict[str, Any], loss_sum: float, bar: Any) -> None:
+        self.train_log.write(row)
+        for key in ("loss", "lr", "tokens_per_s"):
+            self.writer.add_scalar(f"train/{key}", row[key], row["step"])
+        bar.set_postfix(loss=f"{loss_sum:.3f}", tok_s=f"{row['tokens_per_s']:.0f}")
+
+    def run(self, progress: bool) -> Path:
+        from tqdm import tqdm
+
+        cfg, state, main = self.cfg, self.state, self.main
+        schedule = BatchSchedule([len(e["input_ids"]) for e in self.examples], cfg.batch_size, cfg.seed)
+        world = self.accelerator.num_processes
+        self.model.train()
+        bar = tqdm(total=cfg.max_steps, initial=state["step"], disable=not (progress and main), desc="train")
+        # tokens/s counts training compute only (not validation or checkpoint time)
+        busy, tokens_log, start = 0.0, 0, time.time()
+        while state["step"] < cfg.max_steps:
+            t_step = time.time()
+            lr = lr_at(state["step"], cfg)
+            loss_sum, tokens = self._step(schedule, lr)
+            tokens_log += tokens
+            busy += time.time() - t_step
+            state["step"] += 1
+            bar.update(1)
+            if state["step"] % cfg.log_interval == 0 or state["step"] == cfg.max_steps:
+                epoch = round(state["step"] * cfg.grad_accum * world / schedule.per_epoch, 3)
+                row = {"step": state["step"], "epoch": epoch, "tokens": state["tokens"], "loss": round(loss_sum, 5),
+                       "lr": lr, "tokens_per_s": round(tokens_log / max(busy, 1e-9), 1),
+                       "elapsed_s": round(time.time() - start, 1)}
+                busy, tokens_log = 0.0, 0
+                if main:
+                    self._log_step(row, loss_sum, bar)
+            if cfg.eval_interval > 0 and state["step"] % cfg.eval_interval == 0:
+                self.validate()
+            if state["step"] % cfg.checkpoint_interval == 0 or state["step"] == cfg.max_steps:
+                self.save_checkpoint()
+        bar.close()
+        return self._finish()
+
+    def _finish(self) -> Path:
+        cfg, out = self.cfg, self.out
+        if cfg.eval_interval > 0 and self.state["step"] % cfg.eval_interval != 0 and not self.last_metrics:
+            self.validate()
+        if not self.last_metrics and (out / "validation_log.csv").exists():
+            self.last_metrics = _last_row(out / "validation_log.csv")
+        final = out / "model"
+        if self.main:
+            export_model(self.accelerator.unwrap_model(self.model), self.tokenizer,
+                         self.run_meta({"validation": self.last_metrics}), final)
+            self.writer.close()
+        self.accelerator.wait_for_everyone()
+        return final
 
 
 def _truncate_log(path: Path, step: int) -> None:
