@@ -1,9 +1,9 @@
 """`remeasure`: the benchmark's final numbers, medians over fresh measuring processes."""
 
+from eval.loops_bench import remeasure
 from llmopt.harness.cache import ResultCache
 from llmopt.loops.actions import apply_all
 from llmopt.loops.backend import Backend
-from llmopt.loops.bench import remeasure
 from llmopt.loops.nest import Nest, matmul
 
 

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from llmopt.harness.cache import ResultCache
+from llmopt.loops import DEFAULT_POLICY
 from llmopt.loops.actions import ACTIONS, action_mask, apply, apply_all
-from llmopt.loops.agent import DEFAULT_POLICY, Policy
 from llmopt.loops.backend import Backend
 from llmopt.loops.nest import Nest, matmul, validate
+from llmopt.loops.policy import Policy
 from llmopt.loops.tune import best_candidate, tune
 
 needs_policy = pytest.mark.skipif(not DEFAULT_POLICY.exists(), reason="no shipped policy")

@@ -1,4 +1,5 @@
-"""Loop-schedule path (LoopTune): loop-nest IR, actions, features, codegen, env, searches, agent.
+"""Loop-schedule path (LoopTune): loop-nest IR, actions, features, codegen, env, searches, the policy
+(`train` trains it, `policy` applies it).
 
 Importing `llmopt.loops.env` registers the gymnasium environment `llmopt/LoopTune-v0`; the package
 itself imports nothing heavy, so `llmopt` (whose parser lists `loops`) starts without gymnasium.

@@ -44,7 +44,7 @@ def _search_names(text: str) -> list[str]:
 
 def load_policy(path: str):
     """The trained policy at `path`, or a UsageError that says what is wrong with the file."""
-    from llmopt.loops.agent import Policy
+    from llmopt.loops.policy import Policy
 
     p = Path(path)
     if not p.is_file():
@@ -97,7 +97,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Policy vs searches vs numpy on test shapes; writes a Markdown table and a plot."""
-    from llmopt.loops.bench import run_bench
+    from eval.loops_bench import run_bench
     from llmopt.outputs import check_output_dir
 
     out = check_output_dir(args.out)
@@ -112,7 +112,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Train (or resume) the MaskablePPO policy; copy it to --out when done."""
     import shutil
 
-    from llmopt.loops.agent import TrainConfig, train
+    from llmopt.loops.train import TrainConfig, train
     from llmopt.outputs import check_output_dir, check_output_file
 
     run_dir = check_output_dir(args.run_dir, "--run-dir")

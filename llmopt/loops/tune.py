@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 from llmopt.loops import DEFAULT_CANDIDATES, MAX_CANDIDATES  # noqa: F401 - re-exported
-from llmopt.loops.agent import Policy
 from llmopt.loops.backend import Backend, numpy_gflops
 from llmopt.loops.nest import Nest, matmul
+from llmopt.loops.policy import Policy
 from llmopt.loops.search import SEARCHES
 
 # The untiled start schedule of 1024^3 (2^31 flops) already runs into the 30 s measuring timeout

@@ -19,16 +19,18 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from llmopt.harness.cache import ResultCache, make_key
-from llmopt.loops.agent import Policy
 from llmopt.loops.backend import Backend
 from llmopt.loops.codegen import batch_source
 from llmopt.loops.dataset import subset
 from llmopt.loops.nest import Nest, matmul
+from llmopt.loops.policy import Policy
 from llmopt.loops.search import SEARCHES
 from llmopt.loops.tune import DEFAULT_CANDIDATES, best_candidate
 from llmopt.loops.worker import KernelWorker
@@ -49,59 +51,21 @@ def run_bench(n_shapes: int = 20, search_seconds: float = 0.0, out_dir: str | Pa
     Reported GFLOPS: medians over `workers` fresh measuring processes (see `remeasure`)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    names = searches or list(SEARCHES)
-    top = f"policy-top{candidates}" if candidates > 1 else None
-    policy = Policy(policy_path) if policy_path else Policy()
-    backend = Backend()
-    peak = backend.peak_gflops()
-
-    def fresh() -> tuple[Backend, tempfile.TemporaryDirectory]:
-        """An empty cache, so that every method pays for its own compiles; the shared worker."""
-        tmp = tempfile.TemporaryDirectory()
-        return Backend(ResultCache(Path(tmp.name) / "c.sqlite"), Path(tmp.name) / "so", worker=backend.worker), tmp
-
+    bench = _ShapeBench(Policy(policy_path) if policy_path else Policy(), Backend(), searches or list(SEARCHES),
+                        candidates, refine, refine_seconds, search_seconds)
+    peak = bench.backend.peak_gflops()
     rows, finals = [], []
     for shape in subset("test", n_shapes):
-        start = Nest.untiled(matmul(*shape))
-        final = {"start": start}
-        b, tmp = fresh()
-        t0 = time.perf_counter()
-        nest, _ = policy.actions(start)
-        t_infer = time.perf_counter() - t0
-        b.gflops(nest)
-        t_policy = time.perf_counter() - t0
-        b.close(), tmp.cleanup()
-        final["policy"] = nest
-        row = {"shape": list(shape), "policy_schedule": nest.describe(), "policy_infer_s": t_infer, "policy_s": t_policy}
-        if top:
-            b, tmp = fresh()
-            t0 = time.perf_counter()
-            best, _, rank = best_candidate(start, policy, b, candidates)
-            row[top + "_s"] = time.perf_counter() - t0
-            b.close(), tmp.cleanup()
-            final[top], row[top + "_schedule"], row[top + "_rank"] = best, best.describe(), rank
-        if refine:
-            b, tmp = fresh()
-            t0 = time.perf_counter()
-            final["policy+" + refine] = SEARCHES[refine](nest, b, refine_seconds).nest
-            row["policy+" + refine + "_s"] = t_policy + time.perf_counter() - t0
-            b.close(), tmp.cleanup()
-        budget = search_seconds or max(t_policy, row.get(top + "_s", 0.0) if top else 0.0)
-        for name in names:
-            b, tmp = fresh()
-            res = SEARCHES[name](start, b, budget)
-            b.close(), tmp.cleanup()
-            final[name], row[name + "_evals"], row[name + "_s"] = res.nest, res.evaluations, res.seconds
+        row, final = bench.run(shape, log)
         rows.append(row)
         finals.append(final)
-        log(f"{shape}: policy {t_policy:.2f} s" + (f", {top} {row[top + '_s']:.2f} s" if top else "")
-            + f", searches {budget:.2f} s each")
     log(f"re-measuring the final schedules in {workers} fresh worker processes")
-    for row, (medians, spreads) in zip(rows, remeasure(finals, backend, workers), strict=True):
+    for row, (medians, spreads) in zip(rows, remeasure(finals, bench.backend, workers), strict=True):
         row.update(medians)
         row["spread"] = spreads
         log(f"{tuple(row['shape'])}: " + "  ".join(f"{k} {v:.1f}" for k, v in medians.items()))
-    methods = ([top] if top else []) + names + (["policy+" + refine] if refine else [])
+    top = bench.top
+    methods = ([top] if top else []) + bench.names + (["policy+" + refine] if refine else [])
     summary = _summarize(rows, methods, peak, search_seconds)
     summary["top"] = top
     summary["remeasure_workers"] = workers
@@ -110,8 +74,62 @@ def run_bench(n_shapes: int = 20, search_seconds: float = 0.0, out_dir: str | Pa
     (out_dir / "bench.md").write_text(_markdown(rows, methods, summary, top))
     _plot(rows, methods, out_dir / "bench.png")
     log(json.dumps(summary, indent=1))
-    backend.close()
+    bench.backend.close()
     return 0
+
+
+class _ShapeBench:
+    """Every method on one shape, each timed with an empty cache (so that it pays for its own compiles)."""
+
+    def __init__(self, policy: Policy, backend: Backend, names: list[str], candidates: int, refine: str | None,
+                 refine_seconds: float, search_seconds: float):
+        self.policy, self.backend, self.names = policy, backend, names
+        self.top = f"policy-top{candidates}" if candidates > 1 else None
+        self.candidates, self.refine, self.refine_seconds = candidates, refine, refine_seconds
+        self.search_seconds = search_seconds
+
+    @contextmanager
+    def fresh(self) -> Iterator[Backend]:
+        """A backend with an empty cache on the shared worker."""
+        with tempfile.TemporaryDirectory() as tmp:
+            b = Backend(ResultCache(Path(tmp) / "c.sqlite"), Path(tmp) / "so", worker=self.backend.worker)
+            try:
+                yield b
+            finally:
+                b.close()
+
+    def run(self, shape: tuple[int, int, int], log) -> tuple[dict, dict[str, Nest]]:
+        """(the shape's row of timings and schedules, {method: final nest})."""
+        start = Nest.untiled(matmul(*shape))
+        final = {"start": start}
+        with self.fresh() as b:
+            t0 = time.perf_counter()
+            nest, _ = self.policy.actions(start)
+            t_infer = time.perf_counter() - t0
+            b.gflops(nest)
+            t_policy = time.perf_counter() - t0
+        final["policy"] = nest
+        row = {"shape": list(shape), "policy_schedule": nest.describe(), "policy_infer_s": t_infer, "policy_s": t_policy}
+        top = self.top
+        if top:
+            with self.fresh() as b:
+                t0 = time.perf_counter()
+                best, _, rank = best_candidate(start, self.policy, b, self.candidates)
+                row[top + "_s"] = time.perf_counter() - t0
+            final[top], row[top + "_schedule"], row[top + "_rank"] = best, best.describe(), rank
+        if self.refine:
+            with self.fresh() as b:
+                t0 = time.perf_counter()
+                final["policy+" + self.refine] = SEARCHES[self.refine](nest, b, self.refine_seconds).nest
+                row["policy+" + self.refine + "_s"] = t_policy + time.perf_counter() - t0
+        budget = self.search_seconds or max(t_policy, row.get(top + "_s", 0.0) if top else 0.0)
+        for name in self.names:
+            with self.fresh() as b:
+                res = SEARCHES[name](start, b, budget)
+            final[name], row[name + "_evals"], row[name + "_s"] = res.nest, res.evaluations, res.seconds
+        log(f"{shape}: policy {t_policy:.2f} s" + (f", {top} {row[top + '_s']:.2f} s" if top else "")
+            + f", searches {budget:.2f} s each")
+        return row, final
 
 
 def remeasure(groups: list[dict[str, Nest]], backend: Backend, workers: int = 3,
