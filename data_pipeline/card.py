@@ -98,20 +98,8 @@ def _bytes_summary(cfg, rows: list[dict]) -> list[str]:
 
 def render_card(cfg, by_split: dict[str, list[dict]], p1: Counter, p2: Counter, n_broadcast: int) -> str:
     rows = [r for s in SPLITS for r in by_split.get(s, [])]
-    total = len(rows)
     key = "package" if rows and "package" in rows[0] else "source"
-    by_package: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_package["csmith (all programs)" if r["source"] == "csmith" else r[key]].append(r)
-    licenses = {("csmith (all programs)" if r["source"] == "csmith" else r[key]): r["license"] for r in rows}
-    split_of_package = {r[key]: s for s in SPLITS for r in by_split.get(s, []) if r["source"] != "csmith"}
-    split_of_package["csmith (all programs)"] = "each program in one"
     llvm = sorted({r["llvm_version"] for r in rows})
-    improved = sum(r["instcount_best"] < r["instcount_oz"] for r in rows)
-    worse = sum(r["instcount_best"] > r["instcount_oz"] for r in rows)
-    evals = [r["evaluations"] for r in rows]
-    n_best = [r.get("n_best_lists", r.get("n_ties", 1)) for r in rows]
-    kept_lists = [len(r.get("good_lists") or good_lists(r)) for r in rows]
     lines = [
         "---", "license: other", "tags: [llvm, compiler-optimization, pass-ordering]", "---", "",
         f"# {Path(cfg.out).name}", "",
@@ -119,41 +107,10 @@ def render_card(cfg, by_split: dict[str, list[dict]], p1: Counter, p2: Counter, 
         f"{_objective(cfg)} (thesis §4.3.2), one row per function. Columns: `docs/interfaces.md` (Dataset rows).", "",
         *_bytes_summary(cfg, rows),
         *_how_made(cfg, n_broadcast),
-        "## Counts", "",
-        "| split | functions | packages | improvement over -Oz | functions improved |", "|---|---|---|---|---|",
-        *[f"| {s} | {len(by_split.get(s, []))} | {len({r[key] for r in by_split.get(s, [])})} | "
-          f"{improvement(by_split.get(s, [])):.2f}% | "
-          f"{_improved_pct(by_split.get(s, [])):.1f}% |"
-          for s in SPLITS],
-        f"| total | {total} | {len({r[key] for r in rows})} | {improvement(rows):.2f}% | "
-        f"{share(improved, total):.1f}% |", "",
-        "## Autotuner", "",
-        f"- Overall improvement over -Oz: **{improvement(rows):.2f}%** (sum -Oz {sum(r['instcount_oz'] for r in rows)}, "
-        f"sum best {sum(r['instcount_best'] for r in rows)}); functions improved: {improved} "
-        f"({share(improved, total):.1f}%); worse than -Oz: {worse}.",
-        f"- Compilations per function: mean {statistics.mean(evals) if evals else 0:.0f}, median "
-        f"{statistics.median(evals) if evals else 0:.0f}, total {sum(evals)}.",
-        f"- Search method of the final label: {dict(sorted(Counter(r['search_method'] for r in rows).items()))}.",
-        f"- Lists reaching the best count per function (min / 25% / 50% / 75% / 90% / 99% / max): {_quantiles(n_best)}; "
-        f"good lists kept per function: {_quantiles(kept_lists)}.",
-        f"- Labels checked by running: {p2.get('safety_checked', 0)} in {p2.get('safety_programs', 0)} programs; "
-        f"rejected: {p2.get('safety_rejected', 0)} ({_rejections(p2)}).", "",
-        "Best-list lengths: " + ", ".join(f"{k}: {v}" for k, v in sorted(Counter(len(r['passes']) for r in rows).items())),
-        "", "Pass frequencies in best lists (top 30): " + ", ".join(
-            f"`{p}` {n}" for p, n in Counter(p for r in rows for p in r["passes"]).most_common(30)), "",
-        "## By size (instructions before optimization)", "",
-        "| size bin | functions | share | improvement over -Oz | functions improved |", "|---|---|---|---|---|",
-        *[_gain_row(b, [r for r in rows if size_bin(r["instcount_input"]) == b], total) for b in SIZE_BINS
-          if any(size_bin(r["instcount_input"]) == b for r in rows)], "",
-        "## Sizes", "",
-        "Tokens of the input IR (min / 25% / 50% / 75% / 90% / 99% / max): " + _quantiles([r["n_tokens"] for r in rows]),
-        "", "Instructions before optimization (same quantiles): " + _quantiles([r["instcount_input"] for r in rows]),
-        "", "Instructions after -Oz (same quantiles): " + _quantiles([r["instcount_oz"] for r in rows]), "",
-        "## Sources and licenses", "",
-        "| package | split | license | functions | share | improvement over -Oz | functions improved |",
-        "|---|---|---|---|---|---|---|",
-        *[_gain_row(p, by_package[p], total, f" {split_of_package[p]} | {licenses[p]} |")
-          for p in sorted(by_package, key=lambda p: -len(by_package[p]))], "",
+        *_counts(by_split, rows, key),
+        *_autotuner(rows, p2),
+        *_sizes(rows),
+        *_sources(by_split, rows, key),
         "## Pipeline counts", "",
         "Phases 0-1 (compile, select, search): " + ", ".join(f"{k}: {v}" for k, v in sorted(p1.items())), "",
         "Phase 2 (broadcast, polish, safety): " + ", ".join(f"{k}: {v}" for k, v in sorted(p2.items())), "",
@@ -164,6 +121,77 @@ def render_card(cfg, by_split: dict[str, list[dict]], p1: Counter, p2: Counter, 
         "```", "",
     ]
     return "\n".join(lines)
+
+
+def _counts(by_split: dict[str, list[dict]], rows: list[dict], key: str) -> list[str]:
+    improved = sum(r["instcount_best"] < r["instcount_oz"] for r in rows)
+    return [
+        "## Counts", "",
+        "| split | functions | packages | improvement over -Oz | functions improved |", "|---|---|---|---|---|",
+        *[f"| {s} | {len(by_split.get(s, []))} | {len({r[key] for r in by_split.get(s, [])})} | "
+          f"{improvement(by_split.get(s, [])):.2f}% | "
+          f"{_improved_pct(by_split.get(s, [])):.1f}% |"
+          for s in SPLITS],
+        f"| total | {len(rows)} | {len({r[key] for r in rows})} | {improvement(rows):.2f}% | "
+        f"{share(improved, len(rows)):.1f}% |", "",
+    ]
+
+
+def _autotuner(rows: list[dict], p2: Counter) -> list[str]:
+    improved = sum(r["instcount_best"] < r["instcount_oz"] for r in rows)
+    worse = sum(r["instcount_best"] > r["instcount_oz"] for r in rows)
+    evals = [r["evaluations"] for r in rows]
+    n_best = [r.get("n_best_lists", r.get("n_ties", 1)) for r in rows]
+    kept_lists = [len(r.get("good_lists") or good_lists(r)) for r in rows]
+    return [
+        "## Autotuner", "",
+        f"- Overall improvement over -Oz: **{improvement(rows):.2f}%** (sum -Oz {sum(r['instcount_oz'] for r in rows)}, "
+        f"sum best {sum(r['instcount_best'] for r in rows)}); functions improved: {improved} "
+        f"({share(improved, len(rows)):.1f}%); worse than -Oz: {worse}.",
+        f"- Compilations per function: mean {statistics.mean(evals) if evals else 0:.0f}, median "
+        f"{statistics.median(evals) if evals else 0:.0f}, total {sum(evals)}.",
+        f"- Search method of the final label: {dict(sorted(Counter(r['search_method'] for r in rows).items()))}.",
+        f"- Lists reaching the best count per function (min / 25% / 50% / 75% / 90% / 99% / max): {_quantiles(n_best)}; "
+        f"good lists kept per function: {_quantiles(kept_lists)}.",
+        f"- Labels checked by running: {p2.get('safety_checked', 0)} in {p2.get('safety_programs', 0)} programs; "
+        f"rejected: {p2.get('safety_rejected', 0)} ({_rejections(p2)}).", "",
+        "Best-list lengths: " + ", ".join(f"{k}: {v}" for k, v in sorted(Counter(len(r['passes']) for r in rows).items())),
+        "", "Pass frequencies in best lists (top 30): " + ", ".join(
+            f"`{p}` {n}" for p, n in Counter(p for r in rows for p in r["passes"]).most_common(30)), "",
+    ]
+
+
+def _sizes(rows: list[dict]) -> list[str]:
+    return [
+        "## By size (instructions before optimization)", "",
+        "| size bin | functions | share | improvement over -Oz | functions improved |", "|---|---|---|---|---|",
+        *[_gain_row(b, [r for r in rows if size_bin(r["instcount_input"]) == b], len(rows)) for b in SIZE_BINS
+          if any(size_bin(r["instcount_input"]) == b for r in rows)], "",
+        "## Sizes", "",
+        "Tokens of the input IR (min / 25% / 50% / 75% / 90% / 99% / max): " + _quantiles([r["n_tokens"] for r in rows]),
+        "", "Instructions before optimization (same quantiles): " + _quantiles([r["instcount_input"] for r in rows]),
+        "", "Instructions after -Oz (same quantiles): " + _quantiles([r["instcount_oz"] for r in rows]), "",
+    ]
+
+
+def _sources(by_split: dict[str, list[dict]], rows: list[dict], key: str) -> list[str]:
+    """Per package (csmith programs as one): its split, license and gains."""
+    def group(r: dict) -> str:
+        return "csmith (all programs)" if r["source"] == "csmith" else r[key]
+
+    by_package: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_package[group(r)].append(r)
+    licenses = {group(r): r["license"] for r in rows}
+    split_of_package = {r[key]: s for s in SPLITS for r in by_split.get(s, []) if r["source"] != "csmith"}
+    split_of_package["csmith (all programs)"] = "each program in one"
+    return [
+        "## Sources and licenses", "",
+        "| package | split | license | functions | share | improvement over -Oz | functions improved |",
+        "|---|---|---|---|---|---|---|",
+        *[_gain_row(p, by_package[p], len(rows), f" {split_of_package[p]} | {licenses[p]} |")
+          for p in sorted(by_package, key=lambda p: -len(by_package[p]))], "",
+    ]
 
 
 def write_card(out: Path, cfg, by_split, p1: Counter, p2: Counter, n_broadcast: int) -> None:
