@@ -5,7 +5,7 @@ import json
 import pytest
 
 import llmopt.loops.backend as backend_mod
-from llmopt.loops.agent import DEFAULT_POLICY
+from llmopt.loops import DEFAULT_POLICY
 from llmopt.loops.cli import main
 
 
@@ -16,7 +16,7 @@ def test_tune_json(tmp_path, monkeypatch, capsys):
     out = json.loads(capsys.readouterr().out)
     for key in ("schedule", "gflops", "gflops_start", "gflops_numpy", "peak_gflops", "seconds", "candidates"):
         assert key in out
-    assert out["gflops"] > 0 and out["seconds"] < 5 and out["candidates"] > 1
+    assert out["gflops"] > 0 and out["seconds"] > 0 and out["candidates"] > 1  # timings: scripts/bench_loops.py
 
 
 @pytest.mark.parametrize("argv,words", [

