@@ -19,9 +19,21 @@ ARGS = ["--source", "csmith:8", "--budget", "10", "--greedy-steps", "0", "--broa
         "--shard-units", "2", "--shard-functions", "3", "--workers", "1", "--no-safety", "--no-progress"]
 
 
-def _datagen(out: Path, cache: Path, *extra: str) -> subprocess.Popen:
+def _start(out: Path, cache: Path, *extra: str) -> subprocess.Popen:
+    """The job in its own process group; its output goes to OUT.log (an unread pipe could stall it)."""
     cmd = [sys.executable, "-m", "data_pipeline.cli", *ARGS, "--cache", str(cache), "--out", str(out), *extra]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    with _log(out).open("ab") as log:
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _log(out: Path) -> Path:
+    return out.parent / f"{out.name}.log"
+
+
+def _run(out: Path, cache: Path, *extra: str) -> tuple[int, str]:
+    """(exit code, output so far) of the job run to its end."""
+    rc = _start(out, cache, *extra).wait()
+    return rc, _log(out).read_text()
 
 
 def _rows(out: Path) -> list[tuple]:
@@ -32,33 +44,33 @@ def _rows(out: Path) -> list[tuple]:
 
 def test_killed_job_resumes_without_loss_or_duplicates(tmp_path: Path):
     out, cache = tmp_path / "ds", tmp_path / "c.sqlite"
-    proc = _datagen(out, cache)
+    proc = _start(out, cache)
     p1 = out / "work" / "p1"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list(p1.glob("shard-*.json.gz"))) < 1:
+    # Kill as soon as the first phase-1 shard is on disk: no sleep decides what was finished.
+    while not list(p1.glob("shard-*.json.gz")):
+        assert proc.poll() is None, _log(out).read_text()  # it exited before any shard
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)  # the job and its harness workers, mid-run
     proc.wait()
     finished = sorted(p1.glob("shard-*.json.gz"))
-    assert finished, "the kill came after the first finished shard"
     for shard in finished:  # a kill may leave a temp file behind, never a partial shard
         assert read_shard(shard)["rows"] is not None
-    proc = _datagen(out, cache)
-    assert proc.wait() == 0, proc.stderr.read().decode()
+    rc, log = _run(out, cache)
+    assert rc == 0, log
     resumed = _rows(out)
     assert len({h for h, *_ in resumed}) == len(resumed)
     fresh = tmp_path / "fresh"
-    proc = _datagen(fresh, tmp_path / "c2.sqlite")
-    assert proc.wait() == 0, proc.stderr.read().decode()
+    rc, log = _run(fresh, tmp_path / "c2.sqlite")
+    assert rc == 0, log
     assert resumed == _rows(fresh)
 
 
 def test_resume_with_other_settings_is_refused(tmp_path: Path):
     out, cache = tmp_path / "ds", tmp_path / "c.sqlite"
-    assert _datagen(out, cache, "--limit-shards", "1").wait() == 0
-    proc = _datagen(out, cache, "--limit-shards", "1", "--seed", "9")
-    assert proc.wait() == 2  # bad input: one line, exit 2
-    assert b"other settings" in proc.stderr.read()
+    rc, log = _run(out, cache, "--limit-shards", "1")
+    assert rc == 0, log
+    rc, log = _run(out, cache, "--limit-shards", "1", "--seed", "9")
+    assert rc == 2 and "other settings" in log  # bad input: one line, exit 2
 
 
 def test_ray_executor_matches_local(tmp_path: Path):
@@ -66,7 +78,8 @@ def test_ray_executor_matches_local(tmp_path: Path):
     import ray
 
     local, distributed = tmp_path / "local", tmp_path / "ray"
-    assert _datagen(local, tmp_path / "c1.sqlite", "--limit-shards", "2").wait() == 0
+    rc, log = _run(local, tmp_path / "c1.sqlite", "--limit-shards", "2")
+    assert rc == 0, log
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     try:
         from data_pipeline.cli import main
@@ -105,13 +118,16 @@ def test_shard_range_lets_two_machines_share_phase_one(tmp_path: Path):
     """One run takes shards 1-2 of phase 1 only; a later run of the whole job fills in the rest and gives
     the same rows as a job run in one go."""
     out, cache = tmp_path / "ds", tmp_path / "c.sqlite"
-    assert _datagen(out, cache, "--phases", "p0,p1", "--shard-range", "1:3").wait() == 0
+    rc, log = _run(out, cache, "--phases", "p0,p1", "--shard-range", "1:3")
+    assert rc == 0, log
     assert sorted(p.name for p in (out / "work" / "p1").glob("shard-*.json.gz")) == \
         ["shard-00001.json.gz", "shard-00002.json.gz"]
     assert not (out / "work" / "p2").exists()
-    assert _datagen(out, cache).wait() == 0
+    rc, log = _run(out, cache)
+    assert rc == 0, log
     fresh = tmp_path / "fresh"
-    assert _datagen(fresh, tmp_path / "c2.sqlite").wait() == 0
+    rc, log = _run(fresh, tmp_path / "c2.sqlite")
+    assert rc == 0, log
     assert _rows(out) == _rows(fresh)
-    bad = _datagen(tmp_path / "x", cache, "--shard-range", "3:1")
-    assert bad.wait() == 2 and b"shard-range" in bad.stderr.read()
+    rc, log = _run(tmp_path / "x", cache, "--shard-range", "3:1")
+    assert rc == 2 and "shard-range" in log
