@@ -18,7 +18,8 @@ import pytest
 from tests.conftest import EXAMPLES
 
 TIMEOUT = 90  # seconds per run: a hang fails the case instead of the suite
-EXAMPLE = (EXAMPLES / "example.ll").read_text()
+EX = str(EXAMPLES / "example.ll")
+EXAMPLE = Path(EX).read_text()
 VERIFIER_INVALID = "define i32 @f(i32 %a) {\n  %b = add i32 %c, 1\n  %c = add i32 %a, 1\n  ret i32 %b\n}\n"
 
 
@@ -56,17 +57,25 @@ def _files(root: Path) -> dict[str, Path]:
     return paths
 
 
-def _cases(root: Path, f: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
-    """{case id: (argv after `llmopt`, a word the one-line error must contain)}."""
-    missing, out = str(root / "missing.ll"), str(root / "out-never")
+Case = dict[str, tuple[list[str], str]]  # {case id: (argv after `llmopt`, a word the one-line error must contain)}
+
+
+def _cases(root: Path, f: dict[str, Path]) -> Case:
+    """Every command's cases, by case id."""
+    return {**_ir_cases(root, f), **_eval_cases(root, f), **_datagen_cases(root, f), **_train_cases(root, f),
+            **_loops_cases(root, f), **_cache_cases(root, f)}
+
+
+def _ir_cases(root: Path, f: dict[str, Path]) -> Case:
+    """count, opt, passes and the global options."""
+    missing, ex = str(root / "missing.ll"), EX
     bad_ir = {"empty": "empty", "garbage": "malformed", "binary": "binary", "truncated": "malformed",
               "invalid": "verifier", "nofunc": "no function definitions", "huge": "LLMOPT_MAX_INPUT_MB"}
-    cases: dict[str, tuple[list[str], str]] = {}
+    cases: Case = {}
     for name, word in bad_ir.items():
         cases[f"count-{name}"] = (["count", str(f[f"{name}.ll"])], word)
         cases[f"opt-{name}"] = (["opt", str(f[f"{name}.ll"]), "-p", "sroa", "--no-cache"], word)
-    ex = str(EXAMPLES / "example.ll")
-    cases |= {
+    return cases | {
         "count-missing": (["count", missing], "no such file"),
         "count-directory": (["count", str(root)], "is a directory"),
         "count-no-file": (["count"], "required"),
@@ -81,7 +90,13 @@ def _cases(root: Path, f: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
         "passes-bad-option": (["passes", "--bogus"], "--bogus"),
         "no-such-command": (["frobnicate"], "invalid choice"),
         "llvm-version-bad": (["--llvm-version", "x", "count", ex], "--llvm-version"),
-        # eval
+    }
+
+
+def _eval_cases(root: Path, f: dict[str, Path]) -> Case:
+    """llmopt eval"""
+    missing, out, ex = str(root / "missing.ll"), str(root / "out-never"), EX
+    return {
         "eval-missing": (["eval", "--dataset", missing, "--out", out], "no such dataset"),
         "eval-garbage-parquet": (["eval", "--dataset", str(root / "dir-parquet"), "--out", out], "parquet"),
         "eval-binary-ll": (["eval", "--dataset", str(root / "dir-binary"), "--out", out], "binary"),
@@ -101,7 +116,13 @@ def _cases(root: Path, f: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
         "eval-nothing-evaluated": (["eval", "--dataset", str(root / "dir-example"), "--out", str(root / "ev"),
                                     "--methods", "autotuner", "--samples", "1", "--no-cache", "--workers", "1",
                                     "--no-progress"], "nothing was evaluated"),
-        # datagen
+    }
+
+
+def _datagen_cases(root: Path, f: dict[str, Path]) -> Case:
+    """llmopt datagen"""
+    missing, out = str(root / "missing.ll"), str(root / "out-never")
+    return {
         "datagen-shard-units": (["datagen", "--source", "csmith:2", "--out", out, "--shard-units", "-1"], "must be"),
         "datagen-budget-0": (["datagen", "--source", "csmith:2", "--out", out, "--budget", "0"], "--budget"),
         "datagen-share": (["datagen", "--source", "csmith:2", "--out", out, "--test-share", "2"], "share"),
@@ -118,7 +139,13 @@ def _cases(root: Path, f: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
         "datagen-status-no-out": (["datagen", "--status"], "--out"),
         "datagen-ray-unreachable": (["datagen", "--source", "csmith:2", "--out", out, "--executor", "ray",
                                      "--address", "127.0.0.1:1"], "cannot reach"),
-        # train
+    }
+
+
+def _train_cases(root: Path, f: dict[str, Path]) -> Case:
+    """llmopt train"""
+    missing = str(root / "missing.ll")
+    return {
         "train-missing": (["train", missing], "not found"),
         "train-directory": (["train", str(root)], "is a directory"),
         "train-empty": (["train", str(f["empty.json"])], "empty.json"),
@@ -126,7 +153,13 @@ def _cases(root: Path, f: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
         "train-binary": (["train", str(f["binary.json"])], "binary.json"),
         "train-unknown-key": (["train", str(f["unknown.json"])], "no_such_key"),
         "train-bad-set": (["train", "training/configs/tiny.json", "--set", "max_steps"], "key=value"),
-        # loops
+    }
+
+
+def _loops_cases(root: Path, f: dict[str, Path]) -> Case:
+    """llmopt loops"""
+    missing = str(root / "missing.ll")
+    return {
         "loops-zero": (["loops", "tune", "0", "64", "64"], "must be >= 1"),
         "loops-negative": (["loops", "tune", "64", "-3", "64"], "must be >= 1"),
         "loops-not-a-number": (["loops", "tune", "64", "x", "64"], "whole number"),
@@ -140,13 +173,18 @@ def _cases(root: Path, f: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
         "loops-bench-remeasure": (["loops", "bench", "--remeasure", "0"], "--remeasure"),
         "loops-bench-out-file": (["loops", "bench", "--out", str(f["a_file"])], "is a file"),
         "loops-train-envs": (["loops", "train", "--envs", "0"], "--envs"),
-        # cache
+    }
+
+
+def _cache_cases(root: Path, f: dict[str, Path]) -> Case:
+    """llmopt cache"""
+    missing = str(root / "missing.ll")
+    return {
         "cache-no-subcommand": (["cache"], "required"),
         "cache-info-missing": (["cache", "info", "--cache", missing], "no such file"),
         "cache-info-directory": (["cache", "info", "--cache", str(root)], "is a directory"),
         "cache-clear-not-a-cache": (["cache", "clear", "--cache", str(f["notes.txt"])], "not a usable llmopt cache"),
     }
-    return cases
 
 
 def _run(argv: list[str], cache_dir: Path) -> subprocess.CompletedProcess | str:
