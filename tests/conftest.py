@@ -44,6 +44,23 @@ def corpus(tmp_path_factory) -> list[str]:
     return modules
 
 
+@pytest.fixture(scope="session")
+def data(tmp_path_factory) -> Path:
+    """The sample dataset (training/sample_data.py), built once per test run."""
+    from training.sample_data import cached_sample_dataset
+
+    return cached_sample_dataset(tmp_path_factory.getbasetemp() / "llmopt_sample_data")
+
+
+@pytest.fixture(scope="session")
+def harness():
+    """A compile-and-measure harness without a result cache (every test measures for real)."""
+    from llmopt.harness import Harness
+
+    with Harness(workers=2, cache=False) as h:
+        yield h
+
+
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory):
     """A loop-kernel backend (llmopt.loops) with its own result cache and objects, timing without repeats."""

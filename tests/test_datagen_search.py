@@ -15,13 +15,6 @@ from llmopt.llvm.subprocess_opt import count_instructions_text, run_opt
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(scope="module")
-def harness():
-    h = Harness(workers=2, cache=False)
-    yield h
-    h.close()
-
-
 def _tune(functions: dict[str, str], harness: Harness, cfg: TuneConfig) -> dict[str, TuneResult]:
     vocab = vocabulary(harness.version)
     results = {h: TuneResult(h, None, None) for h in functions}

@@ -10,7 +10,6 @@ from eval.cli import main as eval_main
 from eval.methods import expand_methods
 from eval.runner import RECORDS, EvalConfig, run_eval
 from training.config import config_from_dict
-from training.sample_data import cached_sample_dataset
 from training.train import train
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -18,11 +17,6 @@ TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "nu
         "intermediate_size": 64}
 TABLES = ("overview", "overview_oz_backup", "sampling_curve", "sampling_curve_oz_backup", "unique_samples",
           "by_source", "by_size", "pass_frequency", "list_length", "objsize")
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return cached_sample_dataset(tmp_path_factory.getbasetemp() / "llmopt_sample_data")
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,11 @@ from llmopt.dataset import read_rows
 from llmopt.llvm.passes import vocabulary
 from llmopt.model import format as fmt
 from llmopt.model.tokenizer import ModelMeta, load_tokenizer, pass_token_ids, stop_token_ids
-from training.sample_data import cached_sample_dataset
 from training.tokenizer import chars_per_token, train_tokenizer
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    data = cached_sample_dataset(tmp_path_factory.getbasetemp() / "llmopt_sample_data")
+def trained(tmp_path_factory, data):
     rows = read_rows(data, "train")
     out = tmp_path_factory.mktemp("tok")
     texts = [t for r in rows for t in (r["ir"], r["optimized_ir"])]

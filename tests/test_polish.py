@@ -4,18 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from llmopt.harness import Harness
 from llmopt.llvm.passes import META_PASSES, OZ, vocabulary
 from llmopt.llvm.subprocess_opt import count_instructions_text, run_opt
 from llmopt.sampling.polish import Polisher
 
 DATA = Path(__file__).resolve().parent / "data"
-
-
-@pytest.fixture(scope="module")
-def harness():
-    with Harness(workers=1, cache=False) as h:
-        yield h
 
 
 @pytest.mark.parametrize("name", ["coverage", "httptools"])

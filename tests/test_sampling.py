@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from llmopt.harness import Harness
 from llmopt.llvm.ir import normalize_ir, split_functions
 from llmopt.llvm.passes import check_pass_list, vocabulary
 
@@ -52,12 +51,6 @@ def tiny_lm(tiny_model_dir):
     from llmopt.sampling import PassListLM
 
     return PassListLM.load(tiny_model_dir, max_passes=MAX_PASSES)
-
-
-@pytest.fixture(scope="session")
-def harness():
-    with Harness(workers=2, cache=False) as h:
-        yield h
 
 
 def test_priority_sampling_unique_grammatical_ordered(tiny_lm, example_functions):

@@ -9,7 +9,6 @@ from llmopt.llvm.passes import vocabulary
 from llmopt.model import load_meta, load_model, pass_token_ids
 from training import lora
 from training.config import LoraConfig, config_from_dict
-from training.sample_data import cached_sample_dataset
 from training.train import train
 
 
@@ -43,8 +42,7 @@ def test_wrap_and_merge():
     assert not torch.allclose(merged.model.layers[0].self_attn.q_proj.weight, before)
 
 
-def test_lora_finetune_foreign_checkpoint(tmp_path_factory, tmp_path):
-    data = cached_sample_dataset(tmp_path_factory.getbasetemp() / "llmopt_sample_data")
+def test_lora_finetune_foreign_checkpoint(data, tmp_path):
     base = tmp_path / "base"
     _foreign_checkpoint(base, [r["ir"] for r in read_rows(data, "train")])
     cfg = config_from_dict(dict(data_dir=str(data), out_dir=str(tmp_path / "run"), init_from=str(base),

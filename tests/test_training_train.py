@@ -5,29 +5,16 @@ import csv
 import pytest
 
 from llmopt.dataset import read_rows
-from llmopt.harness import Harness
 from llmopt.model import format as fmt
 from llmopt.model import load_meta, load_model
 from training import validation
 from training.config import config_from_dict
-from training.sample_data import cached_sample_dataset
 from training.train import lr_at, train
 from training.validation import ValidationCallback, harness_measure
 
 # A model much smaller than the `tiny` preset keeps the test to seconds.
 SMALL = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2,
          "intermediate_size": 128}
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return cached_sample_dataset(tmp_path_factory.getbasetemp() / "llmopt_sample_data")
-
-
-@pytest.fixture(scope="module")
-def harness():
-    with Harness(workers=1, cache=False) as h:
-        yield h
 
 
 def _cfg(data, out, **kw):
