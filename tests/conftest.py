@@ -10,6 +10,7 @@ import pytest
 
 from data_pipeline.sources.csmith import generate as csmith_program
 from llmopt.llvm.ir import normalize_ir, split_functions
+from llmopt.llvm.passes import vocabulary
 from llmopt.llvm.toolchain import find_toolchain
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -71,3 +72,41 @@ def backend(tmp_path_factory):
     b = Backend(ResultCache(tmp / "cache.sqlite"), tmp / "so", min_seconds=0.0)
     yield b
     b.close()
+
+
+# ---- a small real model for the sampling, predict and feedback tests
+MAX_PASSES = 8  # short lists keep the untrained model's samples fast
+
+
+@pytest.fixture(scope="session")
+def example_functions() -> list[str]:
+    return [normalize_ir(m) for _, m in split_functions((EXAMPLES / "example.ll").read_text())]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, example_functions) -> Path:
+    """A saved llmopt model directory: real tokenizer + untrained 2-layer Llama (seeded)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from llmopt.model.tokenizer import ModelMeta
+    from training.tokenizer import train_tokenizer
+
+    out = tmp_path_factory.mktemp("tiny_model")
+    passes = vocabulary()
+    tokenizer = train_tokenizer(example_functions, passes, out, vocab_size=600, llvm_version=None)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                         num_key_value_heads=2, intermediate_size=128, max_position_embeddings=4096,
+                         initializer_range=0.5, tie_word_embeddings=False, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    LlamaForCausalLM(config).save_pretrained(str(out))
+    ModelMeta(passes=passes, extra={"context_length": 4096}).save(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tiny_model_dir):
+    from llmopt.sampling import PassListLM
+
+    return PassListLM.load(tiny_model_dir, max_passes=MAX_PASSES)

@@ -8,7 +8,6 @@ from data_pipeline.feedback_data import build_feedback_rows
 from llmopt.feedback import FORMATS, compute_feedback, feedback_loop, parse_feedback
 from llmopt.metrics import ir_bleu
 from llmopt.model import format as fmt
-from tests.test_sampling import example_functions, harness, tiny_lm, tiny_model_dir  # noqa: F401
 
 
 @pytest.mark.parametrize("form", FORMATS)

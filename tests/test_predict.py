@@ -9,7 +9,7 @@ import pytest
 
 from llmopt.llvm.toolchain import find_toolchain
 from llmopt.predict import predict_many
-from tests.test_sampling import EXAMPLES, example_functions, harness, tiny_lm, tiny_model_dir  # noqa: F401
+from tests.conftest import EXAMPLES
 
 
 @pytest.mark.parametrize("name", ["greedy", "nucleus", "priority", "random", "coreset"])
