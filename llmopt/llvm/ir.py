@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Iterator
 
 from llmopt.errors import LlmoptError
+from llmopt.llvm.syntax import split_top_level
 from llmopt.llvm.toolchain import find_toolchain
 
 CHARS_PER_TOKEN = 2.5  # measured ballpark for IR with a BPE tokenizer (thesis: 2.02 for Llama 2)
@@ -69,23 +70,7 @@ def _squeeze_spaces(line: str) -> str:
 
 def _split_attributes(body: str) -> list[str]:
     """`a b(1, 2) "k"="v c"` -> ["a", "b(1, 2)", '"k"="v c"'] (quotes and parens respected)."""
-    items, current, depth, in_quote = [], "", 0, False
-    for char in body:
-        if char == '"':
-            in_quote = not in_quote
-        elif not in_quote and char == "(":
-            depth += 1
-        elif not in_quote and char == ")":
-            depth -= 1
-        if char == " " and not in_quote and depth == 0:
-            if current:
-                items.append(current)
-            current = ""
-        else:
-            current += char
-    if current:
-        items.append(current)
-    return items
+    return split_top_level(body, " ", "()", quotes=True)
 
 
 def normalize_ir(ir: str) -> str:

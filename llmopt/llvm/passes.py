@@ -10,11 +10,13 @@ from __future__ import annotations
 import functools
 import json
 import re
+import string
 import subprocess
 from dataclasses import dataclass
 from importlib import resources
 
 from llmopt.errors import LlmoptError
+from llmopt.llvm.syntax import split_top_level
 from llmopt.llvm.toolchain import find_toolchain
 
 META_PASSES = ("default<O0>", "default<O1>", "default<O2>", "default<O3>", "default<Os>", "default<Oz>")
@@ -116,21 +118,7 @@ def vocabulary(version: int | None = None) -> list[str]:
 
 def parse_pass_list(text: str) -> list[str]:
     """`"a,b, c"` or `"a b c"` -> ["a", "b", "c"] (commas inside <...> are kept)."""
-    parts, depth, current = [], 0, ""
-    for char in text:
-        if char in "<(":
-            depth += 1
-        elif char in ">)":
-            depth -= 1
-        if depth == 0 and (char == "," or char.isspace()):
-            if current:
-                parts.append(current)
-            current = ""
-        else:
-            current += char
-    if current:
-        parts.append(current)
-    return [p.lstrip("-") for p in parts]
+    return [p.lstrip("-") for p in split_top_level(text, "," + string.whitespace, "<>()")]
 
 
 def check_pass_list(passes: list[str], version: int | None = None) -> None:
