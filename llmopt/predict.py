@@ -220,14 +220,10 @@ def _polish(ir: str, results: dict[tuple[str, ...], Any], budget: int, harness: 
     from llmopt.llvm.passes import vocabulary
     from llmopt.sampling.polish import Polisher
 
-    seeds = sorted(((list(k), sc) for k, r in results.items() if k and (sc := _score(r, metric)) is not None),
-                   key=lambda s: (s[1], len(s[0])))[:POLISH_SEEDS]
-    if not seeds:
-        return None
     polisher = Polisher(lambda text, lists: harness.evaluate_many(text, lists, objsize=metric == "objsize"),
                         vocabulary(harness.version), budget=budget, score=lambda r: _score(r, metric))
-    found = polisher.polish(ir, seeds, {k: _score(r, metric) for k, r in results.items()})
-    if tuple(found.passes) not in results:
+    found = polisher.polish_best(ir, results, POLISH_SEEDS)
+    if found is not None and tuple(found.passes) not in results:
         (results[tuple(found.passes)],) = harness.evaluate_many(ir, [found.passes], want_ir=want_ir,
                                                                 objsize=metric == "objsize")
     return found

@@ -88,6 +88,14 @@ class Polisher:
                 best.passes, best.score, best.improved = list(current), current_n, True
         return best
 
+    def polish_best(self, ir: str, measured: dict[tuple[str, ...], Any], n_seeds: int = 3) -> Polished | None:
+        """Polish from the `n_seeds` best of `measured` ({pass list: harness result}); None if none compiled.
+        Every measured list counts as known, so none is compiled again."""
+        known = {k: self.score(r) for k, r in measured.items()}
+        seeds = sorted(((list(k), sc) for k, sc in known.items() if k and sc is not None),
+                       key=lambda s: rank(s[1], s[0]))[:n_seeds]
+        return self.polish(ir, seeds, known) if seeds else None
+
 
 class PolishAfter:
     """A strategy: `inner`'s first `seeds` samples, then the lists a polish of them compiles, in that order.
@@ -113,11 +121,6 @@ class PolishAfter:
         if n <= len(drawn) or not lists:
             return drawn[:n]
         measured = dict(zip(map(tuple, lists + [[OZ]]), self.measure(ir, lists + [[OZ]]), strict=True))
-        seeds = sorted(((list(k), sc) for k, r in measured.items() if (sc := self.score(r)) is not None),
-                       key=lambda s: rank(s[1], s[0]))[:3]
-        if not seeds:
-            return drawn
-        budget = n - len(drawn)
-        scores = {k: self.score(r) for k, r in measured.items()}
-        found = Polisher(self.measure, self.vocabulary, budget=budget, score=self.score).polish(ir, seeds, scores)
-        return drawn + [Sample(list(ls), None, "polish") for ls, _ in found.tried]
+        polisher = Polisher(self.measure, self.vocabulary, budget=n - len(drawn), score=self.score)
+        found = polisher.polish_best(ir, measured)
+        return drawn + [Sample(list(ls), None, "polish") for ls, _ in found.tried] if found else drawn
