@@ -22,11 +22,16 @@ def test_cache_hits_avoid_recompiling(tmp_path):
     again.close()
 
 
-def test_crashing_kernel_is_isolated(tmp_path):
+def compile_bad_kernel(tmp_path, body: str, name: str):
+    """A backend and a shared object whose kernel does `body` instead of a matmul."""
     b = Backend(ResultCache(tmp_path / "c.sqlite"), tmp_path / "so", min_seconds=0.0)
-    src = "void kernel(float* a, float* b, float* c, float* t) { *(volatile int*)0 = 1; }\n" \
+    src = f"void kernel(float* a, float* b, float* c, float* t) {{ {body} }}\n" \
           "double bench(float* a, float* b, float* c, float* t, double s, int r) { return 1.0; }\n"
-    so = b.compile(src, "crash")
+    return b, b.compile(src, name)
+
+
+def test_crashing_kernel_is_isolated(tmp_path):
+    b, so = compile_bad_kernel(tmp_path, "*(volatile int*)0 = 1;", "crash")
     res = b.worker.measure(str(so), matmul(4, 4, 4))
     assert not res["ok"] and "crash" in res["error"]
     assert b.measure(Nest.untiled(matmul(8, 8, 8)))["ok"]  # a fresh worker took over
@@ -34,10 +39,7 @@ def test_crashing_kernel_is_isolated(tmp_path):
 
 
 def test_hanging_kernel_times_out(tmp_path):
-    b = Backend(ResultCache(tmp_path / "c.sqlite"), tmp_path / "so", min_seconds=0.0)
-    src = "void kernel(float* a, float* b, float* c, float* t) { volatile int x = 1; while (x) {} }\n" \
-          "double bench(float* a, float* b, float* c, float* t, double s, int r) { return 1.0; }\n"
-    so = b.compile(src, "hang")
+    b, so = compile_bad_kernel(tmp_path, "volatile int x = 1; while (x) {}", "hang")
     worker = KernelWorker(timeout=2.0)
     res = worker.measure(str(so), matmul(4, 4, 4))
     assert not res["ok"] and "timeout" in res["error"]
