@@ -27,13 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_pipeline.autotune import Best, GoodLists, TuneConfig, TuneResult, drive, refine, search
+from data_pipeline.executors import progress, run_shards
 from data_pipeline.ray_connect import connect_ray
 from data_pipeline.select import SelectConfig, function_record, select_functions
 from data_pipeline.sources import SourceError, Unit, parse_source
-from data_pipeline.writer import read_shard, write_atomic, write_dataset, write_shard
+from data_pipeline.writer import item_path, read_shard, shard_path, write_atomic, write_dataset, write_shard
 from llmopt.dataset import SPLITS, Seen, split_by_group, split_of
 from llmopt.errors import LlmoptError, one_line
-from llmopt.harness import Harness, open_cache
+from llmopt.harness import Harness
 from llmopt.llvm.ir import normalize_ir
 from llmopt.llvm.passes import OZ, vocabulary
 from llmopt.metrics import METRICS
@@ -194,14 +195,6 @@ def plan_items(cfg: JobConfig) -> list[WorkItem]:
     return items
 
 
-def _item_path(out: Path, index: int) -> Path:
-    return out / "work" / "p0" / f"item-{index:04d}.json.gz"
-
-
-def _shard_path(out: Path, phase: str, index: int) -> Path:
-    return out / "work" / phase / f"shard-{index:05d}.json.gz"
-
-
 def _check_config(cfg: JobConfig) -> None:
     path = Path(cfg.out) / "work" / "config.json"
     mine = {k: getattr(cfg, k) for k in JobConfig.ROW_KEYS}
@@ -224,7 +217,7 @@ def load_functions(out: Path, items: list[WorkItem]) -> dict[str, dict]:
     """{ir_hash: phase-0 record} over all items, the first occurrence of a function winning."""
     functions: dict[str, dict] = {}
     for i, item in enumerate(items):
-        payload = read_shard(_item_path(out, i))
+        payload = read_shard(item_path(out, i))
         if payload["item"] != item.key:  # items are files by position: the sources must keep their order
             raise JobError(f"work item {i} of {out} holds {payload['item']!r}, the sources now give {item.key!r}: "
                            "packages may only be appended to the catalog (or use another --out)")
@@ -245,10 +238,10 @@ def plan_shards(cfg: JobConfig, n_items: int) -> list[list[str]]:
         return plan["shards"]
     seen = Seen(h for shard in plan["shards"] for h in shard)
     for i in range(plan["items"]):  # a function of an old item that a new one repeats stays in the old one
-        seen.update(r["ir_hash"] for r in read_shard(_item_path(Path(cfg.out), i))["rows"])
+        seen.update(r["ir_hash"] for r in read_shard(item_path(Path(cfg.out), i))["rows"])
     streams = []
     for i in range(plan["items"], n_items):
-        rows = read_shard(_item_path(Path(cfg.out), i))["rows"]
+        rows = read_shard(item_path(Path(cfg.out), i))["rows"]
         streams.append(iter([r["ir_hash"] for r in rows if seen.add(r["ir_hash"])]))
     order: list[str] = []
     while streams:
@@ -376,105 +369,22 @@ def _final_ir(rows: list[dict], harness: Harness, stats: Counter) -> None:
         row["optimized_ir"] = normalize_ir(res.ir)
 
 
-# ---------------------------------------------------------------------------------------------- executors
-
-def _progress(cfg: JobConfig, total: int, desc: str):
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="shard", disable=not cfg.progress, dynamic_ncols=True)
-
-
-def _make_harness(cfg: JobConfig, workers: int | None = None) -> Harness:
-    # A path is opened by the harness: a corrupt file is replaced, an unusable one means no cache.
-    cache = (cfg.cache or True) if cfg.use_cache else False
-    return Harness(workers=workers or cfg.workers, timeout=cfg.eval_timeout, cache=cache)
-
-
-def _run_local(cfg: JobConfig, todo: list[int], work: Callable[[int, Harness], dict], phase: str,
-               stats: JobStats, total: int) -> None:
-    out = Path(cfg.out)
-    harness = _make_harness(cfg)
-    start = time.monotonic()
-    bar = _progress(cfg, total, phase)
-    bar.update(total - len(todo))
-    fn0, ev0 = stats.functions, stats.evaluations  # rates of this phase only
-    try:
-        for index in todo:
-            before = harness.stats.evaluations
-            payload = work(index, harness)
-            _record_shard(out, phase, index, payload, harness.stats.evaluations - before, stats, bar,
-                          start, fn0, ev0)
-    finally:
-        bar.close()
-        harness.close()
-
-
-def _record_shard(out: Path, phase: str, index: int, payload: dict, evaluations: int, stats: JobStats, bar,
-                  start: float, fn0: int, ev0: int) -> None:
-    """Write one finished shard atomically, add it to the job's counts, and advance the progress bar
-    (rates since `start` of this phase, from the counts `fn0` / `ev0` it began with)."""
-    write_shard(_shard_path(out, phase, index), payload)
-    stats.functions += len(payload["rows"])
-    stats.evaluations += evaluations
-    stats.counts.update(payload["stats"])
-    elapsed = max(time.monotonic() - start, 1e-9)
-    bar.set_postfix(fn_s=f"{(stats.functions - fn0) / elapsed:.2f}", evals_s=f"{(stats.evaluations - ev0) / elapsed:.0f}")
-    bar.update(1)
-
-
-def _run_ray(cfg: JobConfig, todo: list[int], phase: str, stats: JobStats, total: int,
-             args_of: Callable[[int], tuple]) -> None:
-    import ray
-
-    connect_ray(cfg)
-    remote = ray.remote(num_cpus=1)(_ray_task)
-    if cfg.cache and cfg.use_cache:
-        open_cache(cfg.cache)  # create the file and switch it to WAL once, before the tasks open it
-    out = Path(cfg.out)
-    pending = {remote.remote(cfg, phase, index, *args_of(index)): index for index in todo}
-    bar = _progress(cfg, total, phase)
-    bar.update(total - len(todo))
-    start = time.monotonic()
-    fn0, ev0 = stats.functions, stats.evaluations  # rates of this phase only
-    try:
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            index = pending.pop(done[0])
-            payload, evaluations = ray.get(done[0])
-            # The driver owns the files: tasks only return their rows.
-            _record_shard(out, phase, index, payload, evaluations, stats, bar, start, fn0, ev0)
-    finally:
-        bar.close()
-
-
-def _ray_task(cfg: JobConfig, phase: str, index: int, *args) -> tuple[dict, int]:
-    # One Ray task = one shard on one core: a single-worker harness, its own cache connection.
-    harness = _make_harness(cfg, workers=1)
-    try:
-        if phase == "p1":
-            payload = run_phase1_shard(cfg, index, args[0], harness)
-        else:
-            payload = run_phase2_shard(cfg, index, args[0], args[1], args[2], harness)
-        return payload, harness.stats.evaluations
-    finally:
-        harness.close()
-
 
 # ---------------------------------------------------------------------------------------------- the job
 
 def _finished(out: Path, phase: str, n: int) -> list[int]:
-    return [i for i in range(n) if _shard_path(out, phase, i).exists()]
+    return [i for i in range(n) if shard_path(out, phase, i).exists()]
 
 
 def _run_phase0(cfg: JobConfig, items: list[WorkItem], stats: JobStats) -> None:
     from data_pipeline.compile import TokenCounter
 
     out = Path(cfg.out)
-    todo = [i for i in range(len(items)) if not _item_path(out, i).exists()]
+    todo = [i for i in range(len(items)) if not item_path(out, i).exists()]
     if not todo:
         return
     count_tokens = TokenCounter(cfg.tokenizer)
-    bar = _progress(cfg, len(items), "p0 select")
+    bar = progress(cfg, len(items), "p0 select")
     bar.update(len(items) - len(todo))
     failed = []
     try:
@@ -486,7 +396,7 @@ def _run_phase0(cfg: JobConfig, items: list[WorkItem], stats: JobStats) -> None:
                 log.warning("work item %s failed: %s", items[i].key, err)
                 failed.append(items[i].key)
                 continue
-            write_shard(_item_path(out, i), payload)
+            write_shard(item_path(out, i), payload)
             stats.counts.update(payload["stats"])
             bar.update(1)
     finally:
@@ -509,7 +419,7 @@ def run_job(cfg: JobConfig, phases: tuple[str, ...] | None = None) -> JobStats:
     start = time.monotonic()
     if "p0" in phases:
         _run_phase0(cfg, items, stats)
-    if missing := [i for i in range(len(items)) if not _item_path(out, i).exists()]:
+    if missing := [i for i in range(len(items)) if not item_path(out, i).exists()]:
         raise JobError(f"phase 0 is not finished ({len(missing)} work items left): run the job again to resume it")
     functions = load_functions(out, items)
     shards = plan_shards(cfg, len(items))
@@ -521,15 +431,11 @@ def run_job(cfg: JobConfig, phases: tuple[str, ...] | None = None) -> JobStats:
     mine = range(start_at, min(n, end_at) if end_at is not None else n)
     if "p1" in phases:
         todo = [i for i in mine if i not in set(_finished(out, "p1", n))]
-        args_of = lambda i: ([functions[h] for h in shards[i]],)  # noqa: E731
-        if cfg.executor == "ray":
-            _run_ray(cfg, todo, "p1", stats, n, args_of)
-        else:
-            _run_local(cfg, todo, lambda i, h: run_phase1_shard(cfg, i, *args_of(i), h), "p1", stats, n)
+        run_shards(cfg, "p1", todo, n, run_phase1_shard, lambda i: ([functions[h] for h in shards[i]],), stats)
     if "p2" in phases:
         if len(_finished(out, "p1", n)) < n:
             raise JobError("phase 1 is not finished: run the job again to resume it")
-        p1 = {i: read_shard(_shard_path(out, "p1", i))["rows"] for i in range(n)}
+        p1 = {i: read_shard(shard_path(out, "p1", i))["rows"] for i in range(n)}
         bpath = out / "work" / "broadcast.json"
         if not bpath.exists():
             lists = choose_broadcast([r for rows in p1.values() for r in rows], cfg.broadcast_top)
@@ -537,10 +443,7 @@ def run_job(cfg: JobConfig, phases: tuple[str, ...] | None = None) -> JobStats:
         lists = json.loads(bpath.read_text())
         todo = [i for i in mine if i not in set(_finished(out, "p2", n))]
         args_of = lambda i: (p1[i], {r["ir_hash"]: functions[r["ir_hash"]] for r in p1[i]}, lists)  # noqa: E731
-        if cfg.executor == "ray":
-            _run_ray(cfg, todo, "p2", stats, n, args_of)
-        else:
-            _run_local(cfg, todo, lambda i, h: run_phase2_shard(cfg, i, *args_of(i), h), "p2", stats, n)
+        run_shards(cfg, "p2", todo, n, run_phase2_shard, args_of, stats)
     if "write" in phases:
         stats.functions = sum(write_output(cfg, n, functions).values())  # rows in the dataset
     stats.seconds = time.monotonic() - start
@@ -554,13 +457,13 @@ def write_output(cfg: JobConfig, n_shards: int, functions: dict[str, dict]) -> d
     out = Path(cfg.out)
     p0_stats, p1_stats, p2_stats, rows = Counter(), Counter(), Counter(), []
     for i in range(len(list((out / "work" / "p0").glob("item-*.json.gz")))):
-        payload = read_shard(_item_path(out, i))
+        payload = read_shard(item_path(out, i))
         p0_stats.update(payload["stats"])
         p0_stats["duplicates_across_items"] += len(payload["rows"])
     p0_stats["duplicates_across_items"] -= len(functions)
     for i in range(n_shards):
-        p1_stats.update(read_shard(_shard_path(out, "p1", i))["stats"])
-        payload = read_shard(_shard_path(out, "p2", i))
+        p1_stats.update(read_shard(shard_path(out, "p1", i))["stats"])
+        payload = read_shard(shard_path(out, "p2", i))
         p2_stats.update(payload["stats"])
         rows += [{**row, "ir": functions[row["ir_hash"]]["ir"]} for row in payload["rows"]]
     if cfg.split == "package":

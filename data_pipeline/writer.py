@@ -30,6 +30,16 @@ def good_lists(row: dict) -> list[dict]:
     return out
 
 
+def item_path(out: Path, index: int) -> Path:
+    """Phase 0's file of work item `index` under the job's output folder (layout: `data_pipeline.job`)."""
+    return out / "work" / "p0" / f"item-{index:04d}.json.gz"
+
+
+def shard_path(out: Path, phase: str, index: int) -> Path:
+    """Phase 1 or 2's file of shard `index`."""
+    return out / "work" / phase / f"shard-{index:05d}.json.gz"
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

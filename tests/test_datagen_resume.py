@@ -95,14 +95,14 @@ def test_ray_executor_matches_local(tmp_path: Path):
 def test_shard_plan_only_grows_when_packages_are_added(tmp_path: Path):
     """New work items (catalog packages appended) become new shards after the stored ones; a function an
     old item already holds is not planned twice."""
-    from data_pipeline.job import JobConfig, _item_path, plan_shards
-    from data_pipeline.writer import write_shard
+    from data_pipeline.job import JobConfig, plan_shards
+    from data_pipeline.writer import item_path, write_shard
 
     out = tmp_path / "job"
     cfg = JobConfig(sources=["packages:all"], out=str(out), shard_functions=2)
 
     def item(i: int, hashes: list[str]) -> None:
-        write_shard(_item_path(out, i), {"item": f"i{i}", "stats": {}, "rows": [{"ir_hash": h} for h in hashes]})
+        write_shard(item_path(out, i), {"item": f"i{i}", "stats": {}, "rows": [{"ir_hash": h} for h in hashes]})
 
     item(0, ["a", "b", "c"])
     item(1, ["d", "a"])
