@@ -79,7 +79,39 @@ def select_functions(units: Iterable[Unit], cfg: SelectConfig, count_tokens: Cal
                      stats: Counter) -> list[Function]:
     """The item's kept functions, distinct, in the seeded order, at most `package_cap` per package."""
     compiled = _compile_all(list(units), cfg.jobs, stats)
-    candidates = []  # (order key, unit index, name)
+    candidates = _candidates(compiled, cfg, stats)
+    kept: list[Function] = []
+    per_package: Counter = Counter()
+    hashes: set[str] = set()
+    groups = {unit.group for unit, _ in compiled}
+    capped = lambda group: cfg.package_cap is not None and per_package[group] >= cfg.package_cap  # noqa: E731
+    # Extraction is the expensive step: a batch at a time, so a package stops costing once it is full.
+    batch = max(64, (cfg.package_cap or 256) // 2)
+    for start in range(0, len(candidates), batch):
+        if cfg.package_cap is not None and all(capped(g) for g in groups):
+            stats["over_cap"] += len(candidates) - start
+            break
+        open_ = [c for c in candidates[start: start + batch] if not capped(compiled[c[1]][0].group)]
+        extracted = _extract(compiled, open_, cfg, count_tokens, stats)
+        for _, i, name in open_:
+            fn = extracted.get((i, name))
+            if fn is None:
+                continue
+            if fn.ir_hash in hashes:
+                stats["duplicates"] += 1
+            elif capped(fn.unit.group):
+                stats["over_cap"] += 1
+            else:
+                hashes.add(fn.ir_hash)
+                per_package[fn.unit.group] += 1
+                kept.append(fn)
+    stats["selected"] += len(kept)
+    return kept
+
+
+def _candidates(compiled: list[tuple[Unit, str]], cfg: SelectConfig, stats: Counter) -> list[tuple[str, int, str]]:
+    """(order key, unit index, name) of every definition that may fit, in the seeded order."""
+    candidates = []
     for i, (unit, module) in enumerate(compiled):
         for name, text in definitions(module).items():
             # Cheap filters before extraction: the raw body bounds the normalized one from above.
@@ -90,56 +122,39 @@ def select_functions(units: Iterable[Unit], cfg: SelectConfig, count_tokens: Cal
             else:
                 candidates.append((_order_key(cfg.seed, unit.uid, name), i, name))
     candidates.sort()
-    kept: list[Function] = []
-    per_package: Counter = Counter()
-    hashes: set[str] = set()
-    groups = {unit.group for unit, _ in compiled}
-    batch = max(64, (cfg.package_cap or 256) // 2)
-    for start in range(0, len(candidates), batch):
-        if cfg.package_cap is not None and all(per_package[g] >= cfg.package_cap for g in groups):
-            stats["over_cap"] += len(candidates) - start
-            break
-        open_ = [c for c in candidates[start: start + batch]
-                 if cfg.package_cap is None or per_package[compiled[c[1]][0].group] < cfg.package_cap]
-        by_unit: dict[int, list[str]] = defaultdict(list)
-        for _, i, name in open_:
-            by_unit[i].append(name)
-        extracted = {}
-        # llvm-extract runs once a function, in `jobs` threads (the tokenizer is thread-safe), on chunks of
-        # EXTRACT_CHUNK functions first extracted together: it parses its whole input each time.
-        jobs = [(i, names[k: k + EXTRACT_CHUNK]) for i, names in by_unit.items()
-                for k in range(0, len(names), EXTRACT_CHUNK)]
-        with ThreadPoolExecutor(max(1, cfg.jobs)) as pool:
-            def extract(job: tuple[int, list[str]]) -> tuple[int, list[Function], Counter]:
-                i, names = job
-                unit, module = compiled[i]
-                own: Counter = Counter()  # one per thread: Counter updates are not atomic
-                if len(module) > BIG_MODULE and len(names) > 1:
-                    try:
-                        module = extract_functions(module, names)
-                    except (IRError, subprocess.TimeoutExpired):
-                        pass  # each function is then tried (and counted) on its own
-                fns = split_unit(unit, module, cfg.max_tokens, own, count_tokens, cfg.min_instructions, names)
-                return i, fns, own
+    return candidates
 
-            for i, fns, own in pool.map(extract, jobs):
-                stats.update(own)
-                for fn in fns:
-                    extracted[(i, fn.name)] = fn
-        for _, i, name in open_:
-            fn = extracted.get((i, name))
-            if fn is None:
-                continue
-            if fn.ir_hash in hashes:
-                stats["duplicates"] += 1
-            elif cfg.package_cap is not None and per_package[fn.unit.group] >= cfg.package_cap:
-                stats["over_cap"] += 1
-            else:
-                hashes.add(fn.ir_hash)
-                per_package[fn.unit.group] += 1
-                kept.append(fn)
-    stats["selected"] += len(kept)
-    return kept
+
+def _extract(compiled: list[tuple[Unit, str]], wanted: list[tuple[str, int, str]], cfg: SelectConfig,
+             count_tokens: Callable[[str], int], stats: Counter) -> dict[tuple[int, str], Function]:
+    """{(unit index, name): function} of the `wanted` candidates that pass the filters.
+
+    llvm-extract runs once a function, in `jobs` threads (the tokenizer is thread-safe), on chunks of
+    EXTRACT_CHUNK functions first extracted together: it parses its whole input each time."""
+    by_unit: dict[int, list[str]] = defaultdict(list)
+    for _, i, name in wanted:
+        by_unit[i].append(name)
+    chunks = [(i, names[k: k + EXTRACT_CHUNK]) for i, names in by_unit.items()
+              for k in range(0, len(names), EXTRACT_CHUNK)]
+
+    def extract(chunk: tuple[int, list[str]]) -> tuple[int, list[Function], Counter]:
+        i, names = chunk
+        unit, module = compiled[i]
+        own: Counter = Counter()  # one per thread: Counter updates are not atomic
+        if len(module) > BIG_MODULE and len(names) > 1:
+            try:
+                module = extract_functions(module, names)
+            except (IRError, subprocess.TimeoutExpired):
+                pass  # each function is then tried (and counted) on its own
+        return i, split_unit(unit, module, cfg.max_tokens, own, count_tokens, cfg.min_instructions, names), own
+
+    extracted = {}
+    with ThreadPoolExecutor(max(1, cfg.jobs)) as pool:
+        for i, fns, own in pool.map(extract, chunks):
+            stats.update(own)
+            for fn in fns:
+                extracted[(i, fn.name)] = fn
+    return extracted
 
 
 def function_record(fn: Function) -> dict:
