@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 LLVM_VERSION="${LLMOPT_LLVM_VERSION:-19}"
 
 need_apt=()
-for pkg in "llvm-${LLVM_VERSION}" "clang-${LLVM_VERSION}" csmith libcsmith-dev make; do  # make: `llmopt cc` tests build with it
+# make: `llmopt cc` tests build with it; libomp: OpenMP for clang -fopenmp and Polly (llmopt/poly)
+for pkg in "llvm-${LLVM_VERSION}" "clang-${LLVM_VERSION}" "libomp-${LLVM_VERSION}-dev" csmith libcsmith-dev make; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -15,7 +16,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
-if ! python3 -c "import llmopt, torch, transformers, datasets" >/dev/null 2>&1 \
+if ! python3 -c "import llmopt, torch, transformers, datasets, islpy" >/dev/null 2>&1 \
    || ! pip show llmopt 2>/dev/null | grep -q "Editable project location: $(pwd)"; then
   python3 -m pip install -q --disable-pip-version-check -e ".[dev]"
 fi

@@ -1,0 +1,143 @@
+"""Is a schedule legal?  Exact dependence checks, memoized (Pearl §5.1).
+
+A schedule is legal when
+
+1. every dependence (RAW, WAR, WAW; `llmopt.poly.deps`) stays lexicographically positive under the
+   new schedule: the sink's time vector comes strictly after the source's.  This one test decides
+   interchange, reversal, skewing, fusion and tiling exactly (a tiled band that is not fully
+   permutable makes some dependence run backwards between tiles, and the test sees it); and
+2. no loop marked parallel carries a dependence: no dependence between two instances that agree
+   on every time dimension outside that loop but differ on it.
+
+Unrolling never changes the order of iterations, so it is always legal where it applies.
+
+`Legality(program, cache)` answers `is_legal(schedule)`, `allows(schedule, transform)` and
+`mask(schedule, transforms)` (the RL agent's action mask), computing the dependences once per
+program and memoizing every answer in memory and, when given one, in the harness `ResultCache`
+(key: version, program hash, schedule).
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from llmopt.harness.cache import ResultCache, make_key
+from llmopt.poly.deps import Dependences, dependences
+from llmopt.poly.program import Program
+from llmopt.poly.schedule import Schedule, ScheduleError, State, Transform, schedule_map, state
+
+LEGALITY_VERSION = 1
+
+
+def _zeros(upto: int) -> list[str]:
+    return [f"x{k} = 0" for k in range(upto)]
+
+
+def _vector_set(n: int, clauses: list[str]) -> isl.UnionSet:
+    names = ", ".join(f"x{k}" for k in range(n))
+    return isl.UnionSet(f"{{ [{names}] : {' or '.join(clauses) if clauses else '1 = 0'} }}")
+
+
+def lex_positive(n: int) -> isl.UnionSet:
+    """{ x in Z^n : x >lex 0 }."""
+    return _vector_set(n, [" and ".join(_zeros(k) + [f"x{k} > 0"]) for k in range(n)])
+
+
+def carried_at(n: int, dim: int) -> isl.UnionSet:
+    """{ x : x_0..x_{dim-1} = 0 and x_dim != 0 }: differences carried by time dimension `dim`."""
+    return _vector_set(n, [" and ".join(_zeros(dim) + [f"x{dim} {op} 0"]) for op in ("<", ">")])
+
+
+def time_deltas(deps: isl.UnionMap, sched: isl.UnionMap) -> isl.UnionSet:
+    """sink time - source time for every dependence, under `sched`."""
+    return deps.apply_domain(sched).apply_range(sched).deltas()
+
+
+def _time_dims(sched: isl.UnionMap) -> int:
+    return sched.range().as_set().get_space().dim(isl.dim_type.set)
+
+
+def _restrict(deps: isl.UnionMap, names: set[str], prog: Program) -> isl.UnionMap:
+    keep = isl.UnionSet("{ " + "; ".join(f"{s.name}[{', '.join(s.iterators)}]" for s in prog.statements
+                                          if s.name in names) + " }")
+    return deps.intersect_domain(keep).intersect_range(keep)
+
+
+def parallel_ok(prog: Program, st: State, deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
+    """Every parallel mark sits on a loop that carries no dependence among its statements."""
+    n = _time_dims(sched)
+    for level in sorted({p for s in st.values() for p in s.parallel}):
+        names = {name for name, s in st.items() if level in s.parallel}
+        deltas = time_deltas(_restrict(deps, names, prog), sched)
+        if not deltas.intersect(carried_at(n, 2 * level + 1)).is_empty():
+            return False
+    return True
+
+
+def check(prog: Program, schedule: Schedule, deps: Dependences | None = None) -> tuple[bool, str]:
+    """(legal, reason) for `schedule`; reason names the first violated rule ("" when legal)."""
+    try:
+        st = state(prog, schedule)
+    except ScheduleError as err:
+        return False, f"not applicable: {err}"
+    every = (deps or dependences(prog)).all
+    sched = schedule_map(prog, st)
+    deltas = time_deltas(every, sched)
+    if not deltas.is_subset(lex_positive(_time_dims(sched))):
+        return False, "a dependence is reversed"
+    if not parallel_ok(prog, st, every, sched):
+        return False, "a parallel loop carries a dependence"
+    return True, ""
+
+
+class Legality:
+    """Legality queries for one program, memoized in memory and in an optional ResultCache."""
+
+    def __init__(self, prog: Program, cache: ResultCache | None = None):
+        self.prog = prog
+        self.cache = cache
+        self._deps: Dependences | None = None
+        self._memo: dict[str, bool] = {}
+        self.computed = 0  # how many schedules were really analysed (tests check memoization)
+        self.asked = 0
+
+    @property
+    def deps(self) -> Dependences:
+        if self._deps is None:
+            self._deps = dependences(self.prog)
+        return self._deps
+
+    def key(self, schedule: Schedule) -> str:
+        return make_key("poly-legal", LEGALITY_VERSION, self.prog.hash(), schedule.key())
+
+    def is_legal(self, schedule: Schedule) -> bool:
+        key = self.key(schedule)
+        self.asked += 1
+        if key in self._memo:
+            return self._memo[key]
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is None:
+            ok, reason = check(self.prog, schedule, self.deps)
+            self.computed += 1
+            hit = {"legal": ok, "reason": reason}
+            if self.cache is not None:
+                self.cache.put(key, hit)
+        self._memo[key] = bool(hit["legal"])
+        return self._memo[key]
+
+    def hit_rate(self) -> float:
+        """Share of questions answered without analysing (memory or ResultCache)."""
+        return 1 - self.computed / self.asked if self.asked else 0.0
+
+    def allows(self, schedule: Schedule, transform: Transform) -> bool:
+        """Whether appending `transform` to `schedule` gives a legal schedule."""
+        return self.is_legal(schedule.then(transform))
+
+    def mask(self, schedule: Schedule, transforms: list[Transform | None]) -> list[bool]:
+        """allows() for each candidate; None (an action with no transform here) is masked out."""
+        return [t is not None and self.allows(schedule, t) for t in transforms]
+
+
+def is_legal(prog: Program, schedule: Schedule) -> bool:
+    """One-off check (no memo); use `Legality` for repeated questions on one program."""
+    return check(prog, schedule)[0]

@@ -1,0 +1,218 @@
+"""Compile, check and time scheduled programs; memoized; the -O3 and Polly baselines.
+
+`Measurer.measure(program, schedule)` emits the program (`llmopt.poly.emit`), compiles it with
+clang-19 (`-O3 -march=native`, plus `-fopenmp` when a loop is parallel), runs it in a subprocess
+with a timeout and `OMP_NUM_THREADS=threads`, compares every output tensor with the reference run
+(the original schedule, same compiler and flags; rtol 1e-6 for double, 1e-4 for float) and only
+then reports the time: the minimum of `repeats` kernel runs timed inside the program.  A wrong
+result is `{"ok": False, "error": "wrong result ..."}`, never a time.
+
+Results are memoized in the harness `ResultCache` (key: `MEASURE_VERSION`, emitter version,
+program hash, schedule, machine, repeats, threads), so a repeated question never compiles;
+`stats()` reports the hit rate.  `legality(program)` hands out one memoized
+`llmopt.poly.legality.Legality` per program on the same cache.
+
+Baselines: `baseline_o3(program)` is the original program at `-O3` (the "unoptimized" time that
+speedups divide: speedup = unoptimized time / optimized time), and `baseline_polly(program)` the
+same C with Polly: `clang-19 -O3 -march=native -fopenmp -mllvm -polly -mllvm -polly-parallel
+-mllvm -polly-tiling`.  Debian's clang-19 has Polly linked into libLLVM, so the `-mllvm -polly`
+flags work as they are; loading `LLVMPolly.so` with `-fplugin`/`-fpass-plugin` on top aborts with
+"Option 'polly-dependences-computeout' registered more than once".  Polly's parallel code calls
+the GNU OpenMP entry points (GOMP_*), which LLVM's libomp provides: `-fopenmp` needs
+`libomp-19-dev` (scripts/setup.sh installs it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from llmopt.harness.cache import DEFAULT_CACHE_DIR, ResultCache, make_key, open_cache, scratch_cache
+from llmopt.llvm.toolchain import find_toolchain
+from llmopt.poly.emit import EMIT_VERSION, program_c
+from llmopt.poly.legality import Legality
+from llmopt.poly.program import Program, ProgramError
+from llmopt.poly.schedule import Schedule
+
+MEASURE_VERSION = 1
+O3_FLAGS = ["-O3", "-march=native", "-w"]
+POLLY_FLAGS = ["-mllvm", "-polly", "-mllvm", "-polly-parallel", "-mllvm", "-polly-tiling"]
+RTOL = {"double": 1e-6, "float": 1e-4}
+
+
+def machine_id() -> str:
+    """Short hash of what a timing depends on: CPU model and flags, the clang binary and version."""
+    try:
+        cpu = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith(("model name", "flags"))]
+    except OSError:
+        cpu = []
+    tc = find_toolchain()
+    blob = "|".join(cpu[:2] + [tc.clang, str(tc.version), str(os.cpu_count())])
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Run:
+    """One compiled-and-run program: ok, seconds (min of repeats) or error, and its dump file."""
+
+    ok: bool
+    seconds: float = 0.0
+    error: str = ""
+    dump: Path | None = None
+
+
+class Measurer:
+    """Times schedules of programs with correctness checks; see the module docstring."""
+
+    def __init__(self, cache: ResultCache | None = None, repeats: int = 30, threads: int = 2,
+                 timeout: float = 120.0, workdir: str | os.PathLike | None = None):
+        self.cache = cache if cache is not None else open_cache(DEFAULT_CACHE_DIR / "poly.sqlite") or scratch_cache()
+        self.repeats, self.threads, self.timeout = repeats, threads, timeout
+        self._tmp = tempfile.TemporaryDirectory(prefix="llmopt-poly-", dir=workdir)
+        self.workdir = Path(self._tmp.name)
+        self._clang = find_toolchain().clang
+        self._machine = machine_id()
+        self._refs: dict[str, Path] = {}  # program hash -> reference dump of this process
+        self._legal: dict[str, Legality] = {}
+        self.hits = self.misses = self.compiles = self.runs = 0
+
+    def key(self, prog: Program, variant: str, schedule: Schedule) -> str:
+        return make_key("poly-time", MEASURE_VERSION, EMIT_VERSION, prog.hash(), variant, schedule.key(),
+                        self._machine, self.repeats, self.threads)
+
+    def legality(self, prog: Program) -> Legality:
+        """The memoized legality checker of `prog` (shares this measurer's cache)."""
+        return self._legal.setdefault(prog.hash(), Legality(prog, self.cache))
+
+    def compile(self, source: str, flags: list[str], stem: str) -> Path | str:
+        """Executable built from `source`, or clang's first error lines."""
+        c_file, exe = self.workdir / f"{stem}.c", self.workdir / stem
+        c_file.write_text(source)
+        proc = subprocess.run([self._clang, *flags, str(c_file), "-o", str(exe), "-lm"],
+                              capture_output=True, text=True, timeout=300)
+        self.compiles += 1
+        if proc.returncode != 0:
+            return "clang failed: " + " ".join(proc.stderr.splitlines()[:3])
+        return exe
+
+    def run(self, exe: Path, repeats: int, dump: Path | None) -> Run:
+        """Run `exe` (timed kernel runs, optional output dump) with a timeout."""
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads)}
+        args = [str(exe), str(repeats)] + ([str(dump)] if dump else [])
+        self.runs += 1
+        try:
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=self.timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return Run(False, error=f"timeout after {self.timeout:g} s")
+        if proc.returncode != 0:
+            return Run(False, error=f"exit code {proc.returncode}: {proc.stderr.strip()[:200]}")
+        seconds = float(proc.stdout.split("seconds", 1)[1].split()[0])
+        return Run(True, seconds, dump=dump)
+
+    def build_and_run(self, prog: Program, schedule: Schedule, flags: list[str], repeats: int) -> Run:
+        stem = make_key(prog.hash(), schedule.key(), flags)[:20]
+        exe = self.compile(program_c(prog, schedule), flags, stem)
+        if isinstance(exe, str):
+            return Run(False, error=exe)
+        return self.run(exe, repeats, self.workdir / f"{stem}.out")
+
+    def reference(self, prog: Program) -> Path:
+        """The reference output of `prog` (original schedule, -O3), made once per process; its
+        timed runs fill the -O3 baseline when that is not cached yet."""
+        if prog.hash() not in self._refs:
+            key = self.key(prog, "o3", Schedule())
+            timed = self.cache.get(key) is None
+            ref = self.build_and_run(prog, Schedule(), O3_FLAGS, self.repeats if timed else 0)
+            if not ref.ok:
+                raise ProgramError(f"program {prog.name} does not run as written: {ref.error}")
+            if timed:
+                self.cache.put(key, {"ok": True, "seconds": ref.seconds})
+            self._refs[prog.hash()] = ref.dump
+        return self._refs[prog.hash()]
+
+    def _cached(self, key: str, compute) -> dict:
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.hits += 1
+            return hit
+        self.misses += 1
+        result = compute()
+        if not result.get("error", "").startswith("timeout"):
+            self.cache.put(key, result)
+        return result
+
+    def _checked(self, prog: Program, schedule: Schedule, flags: list[str]) -> dict:
+        reference = self.reference(prog)
+        got = self.build_and_run(prog, schedule, flags, self.repeats)
+        if not got.ok:
+            return {"ok": False, "error": got.error}
+        error = compare_outputs(prog, reference, got.dump)
+        return {"ok": False, "error": error} if error else {"ok": True, "seconds": got.seconds}
+
+    def measure(self, prog: Program, schedule: Schedule) -> dict:
+        """{"ok": True, "seconds"} or {"ok": False, "error"}; correctness checked, memoized."""
+        flags = O3_FLAGS + (["-fopenmp"] if schedule.is_parallel(prog) else [])
+        return self._cached(self.key(prog, "schedule", schedule), lambda: self._checked(prog, schedule, flags))
+
+    def baseline_o3(self, prog: Program) -> dict:
+        """The original program with plain -O3: the unoptimized time of every speedup."""
+        key = self.key(prog, "o3", Schedule())
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.hits += 1
+            return hit
+        self.misses += 1
+        self._refs.pop(prog.hash(), None)  # the reference run records the time
+        self.reference(prog)
+        return self.cache.get(key)
+
+    def baseline_polly(self, prog: Program) -> dict:
+        """The original program through Polly (flags in the module docstring), result checked."""
+        flags = O3_FLAGS + ["-fopenmp"] + POLLY_FLAGS
+        return self._cached(self.key(prog, "polly", Schedule()), lambda: self._checked(prog, Schedule(), flags))
+
+    def speedup(self, prog: Program, schedule: Schedule) -> float:
+        """-O3 time of the original / time of `schedule`; 0.0 when the schedule failed."""
+        base, got = self.baseline_o3(prog), self.measure(prog, schedule)
+        return base["seconds"] / got["seconds"] if got.get("ok") and got["seconds"] > 0 else 0.0
+
+    def stats(self) -> dict:
+        """Cache hits, misses, hit rate, compilations and runs of this measurer."""
+        asked = self.hits + self.misses
+        return {"hits": self.hits, "misses": self.misses, "hit_rate": self.hits / asked if asked else 0.0,
+                "compiles": self.compiles, "runs": self.runs,
+                "legality_hit_rate": {h[:12]: lg.hit_rate() for h, lg in self._legal.items()}}
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+
+def compare_outputs(prog: Program, reference: Path, got: Path) -> str:
+    """"" when every output tensor matches the reference within tolerance, else what differs."""
+    ref_all, got_all = reference.read_bytes(), got.read_bytes()
+    if len(ref_all) != len(got_all):
+        return f"wrong result: dump has {len(got_all)} bytes, reference {len(ref_all)}"
+    offset = 0
+    for name in prog.outputs():
+        t = prog.tensors[name]
+        dtype = np.float64 if t.dtype == "double" else np.float32
+        count = int(np.prod([_extent(e, prog.params) for e in t.shape]))
+        a = np.frombuffer(ref_all, dtype, count, offset)
+        b = np.frombuffer(got_all, dtype, count, offset)
+        offset += count * np.dtype(dtype).itemsize
+        if not np.allclose(b, a, rtol=RTOL[t.dtype], atol=1e-9, equal_nan=True):
+            worst = int(np.nanargmax(np.abs(b - a)))
+            return f"wrong result: {name} differs at flat index {worst} ({b[worst]!r} vs {a[worst]!r})"
+    return ""
+
+
+def _extent(expr: str, params: dict[str, int]) -> int:
+    """A shape extent's value: a number, a parameter, or arithmetic over them (checked by
+    `llmopt.poly.program.validate`, so only those reach eval)."""
+    return int(eval(expr, {"__builtins__": {}}, dict(params)))

@@ -1,0 +1,97 @@
+"""Legality of every transformation: one program where it must be refused, one where it must be
+allowed (llmopt.poly.legality, exact isl dependence analysis, no compiler)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmopt.harness.cache import ResultCache
+from llmopt.poly.actions import ACTIONS, NEXT, action_mask
+from llmopt.poly.benchmarks import benchmark
+from llmopt.poly.legality import Legality, check
+from llmopt.poly.schedule import (
+    Fuse,
+    Interchange,
+    Parallel,
+    Reversal,
+    Schedule,
+    ScheduleError,
+    Skew,
+    Tile,
+    Unroll,
+    branches,
+    state,
+)
+
+SKEWED_SEIDEL = (Skew("S0", 1), Skew("S0", 0))  # (t, i + t, j + i): tileable
+
+CASES = [  # (transformation, benchmark, transforms before it, legal?)
+    ("interchange across a carried dependence", "seidel2d", (), Interchange("S0", 1), False),
+    ("interchange of independent loops", "mvt", (), Interchange("S1", 0), True),
+    ("reversal of a loop carrying a dependence", "seidel2d", (), Reversal("S0", 2), False),
+    ("reversal of a loop carrying none", "heat2d", (), Reversal("S0", 1), True),
+    ("skewing of an imperfect nest", "gemm", (), Skew("S1", 1), False),
+    ("skewing a stencil", "seidel2d", (), Skew("S0", 1), True),
+    ("parallel time loop", "heat2d", (), Parallel("S0", 0), False),
+    ("parallel space loop", "heat2d", (), Parallel("S0", 1), True),
+    ("2D tiling of a non-permutable band", "seidel2d", (), Tile("S0", 1, sizes=(4, 4)), False),
+    ("2D tiling after skewing", "seidel2d", SKEWED_SEIDEL, Tile("S0", 1, sizes=(32, 64)), True),
+    ("2D tiling of a stencil", "jacobi2d", (), Tile("S0", 1, sizes=(4, 4)), True),
+    ("3D tiling of a non-permutable band", "seidel2d", (), Tile("S0", 0, sizes=(4, 4, 4)), False),
+    ("3D tiling of a stencil step", "heat3d", (), Tile("S0", 1, sizes=(4, 4, 4)), True),
+    ("3D tiling of an imperfect nest", "gemm", (), Tile("S1", 0, sizes=(4, 4, 4)), False),
+    ("unroll by 1", "seidel2d", (), Unroll("S0", factor=1), False),
+    ("unroll", "seidel2d", (), Unroll("S0", factor=4), True),
+    ("fusion against a dependence", "jacobi2d", (), Fuse("S0", 1), False),
+    ("fusion of independent nests", "mvt", (), Fuse("S0", 0), True),
+    ("interchange of time and space", "heat2d", (), Interchange("S0", 0), False),
+    ("parallel after interchanging the space loops", "heat2d", (Interchange("S0", 1),), Parallel("S0", 1), True),
+]
+
+
+@pytest.mark.parametrize("what, name, before, transform, legal", CASES, ids=[c[0] for c in CASES])
+def test_legality(what, name, before, transform, legal):
+    prog = benchmark(name, small=True)
+    sched = Schedule(before)
+    assert check(prog, sched)[0], "the schedule before the transformation is legal"
+    ok, reason = check(prog, sched.then(transform))
+    assert ok == legal, reason
+
+
+def test_exact_check_sees_problem_sizes():
+    # One 32x32 tile covers the whole 20x20 test seidel2d: then tiling cannot reorder anything.
+    assert check(benchmark("seidel2d", small=True), Schedule((Tile("S0", 1, sizes=(32, 32)),)))[0]
+    assert not check(benchmark("seidel2d"), Schedule((Tile("S0", 1, sizes=(32, 32)),)))[0]
+
+
+def test_tiling_moves_parallel_mark_to_tile_loop():
+    st = state(benchmark("jacobi2d", small=True), Schedule((Parallel("S0", 1), Tile("S0", 1, sizes=(4, 4)))))
+    assert st["S0"].parallel == {1} and st["S0"].depth == 5 and st["S1"].depth == 3
+    assert st["S0"].loops[1] == "floor((i)/4)"
+
+
+def test_not_applicable_raises_schedule_error():
+    prog = benchmark("gemm", small=True)
+    with pytest.raises(ScheduleError, match="fewer than"):
+        state(prog, Schedule((Interchange("S1", 1),)))
+    with pytest.raises(ScheduleError, match="no loop level"):
+        state(prog, Schedule((Reversal("S1", 7),)))
+
+
+def test_branches_follow_the_loop_tree():
+    assert branches(state(benchmark("doitgen", small=True), Schedule())) == [["S0"], ["S1"], ["S2"]]
+    assert branches(state(benchmark("mvt", small=True), Schedule((Fuse("S0", 0),)))) == [["S0"], ["S1"]]
+
+
+def test_action_mask_and_memoization(tmp_path):
+    prog = benchmark("heat2d", small=True)
+    cache = ResultCache(tmp_path / "c.sqlite")
+    legality = Legality(prog, cache)
+    mask = action_mask(legality, Schedule(), "S0")
+    assert len(mask) == len(ACTIONS) == 56 and mask[NEXT]
+    named = {a.name: m for a, m in zip(ACTIONS, mask, strict=True)}
+    assert not named["P(0)"] and named["P(1)"] and not named["I(3,4)"] and named["U(8)"]
+    assert named["T(1,2,32,32)"] and not named["I(0,1)"]
+    assert legality.computed > 0
+    again = Legality(prog, cache)  # a new process would see the same: answers come from the cache
+    assert action_mask(again, Schedule(), "S0") == mask and again.computed == 0 and again.hit_rate() == 1.0
