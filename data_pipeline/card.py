@@ -110,6 +110,7 @@ def render_card(cfg, by_split: dict[str, list[dict]], p1: Counter, p2: Counter, 
         *_counts(by_split, rows, key),
         *_autotuner(rows, p2),
         *_sizes(rows),
+        *_test_split(by_split.get("test", [])),
         *_sources(by_split, rows, key),
         "## Pipeline counts", "",
         "Phases 0-1 (compile, select, search): " + ", ".join(f"{k}: {v}" for k, v in sorted(p1.items())), "",
@@ -171,6 +172,23 @@ def _sizes(rows: list[dict]) -> list[str]:
         "Tokens of the input IR (min / 25% / 50% / 75% / 90% / 99% / max): " + _quantiles([r["n_tokens"] for r in rows]),
         "", "Instructions before optimization (same quantiles): " + _quantiles([r["instcount_input"] for r in rows]),
         "", "Instructions after -Oz (same quantiles): " + _quantiles([r["instcount_oz"] for r in rows]), "",
+    ]
+
+
+def _test_split(rows: list[dict]) -> list[str]:
+    """The test split alone, per source and size bin: where the labels' headroom is (and is not)."""
+    if not rows:
+        return []
+    sources = sorted({r["source"] for r in rows})
+    return [
+        "## Test split by source and size", "",
+        "The test split holds packages never seen in training; its headroom over -Oz per source and size bin "
+        "(small functions leave -Oz little to improve):", "",
+        "| source / size bin | functions | share | improvement over -Oz | functions improved |", "|---|---|---|---|---|",
+        _gain_row("all", rows, len(rows)),
+        *[_gain_row(s, [r for r in rows if r["source"] == s], len(rows)) for s in sources],
+        *[_gain_row(f"size {b}", [r for r in rows if size_bin(r["instcount_input"]) == b], len(rows)) for b in SIZE_BINS
+          if any(size_bin(r["instcount_input"]) == b for r in rows)], "",
     ]
 
 

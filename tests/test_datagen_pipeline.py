@@ -43,6 +43,7 @@ def test_small_run_writes_loadable_datasetdict(tmp_path: Path):
     assert len({r["ir_hash"] for r in rows}) == len(rows)
     card = (out / "README.md").read_text()
     assert "improvement over -Oz" in card and "csmith" in card
+    assert ("## Test split by source and size" in card) == (len(ds["test"]) > 0)
     from data_pipeline.status import job_status
 
     status = job_status(out)  # what `llmopt datagen --status --out DIR` prints
