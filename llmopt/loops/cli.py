@@ -1,6 +1,7 @@
-"""`llmopt loops tune|bench|train`: the loop-schedule path's command line.
+"""`llmopt loops tune|bench|train|schedule|pearl-bench`: the loop-schedule path's command line.
 
 The main CLI calls `add_parser(subparsers)`; `python -m llmopt.loops.cli ...` runs it alone.
+`schedule` and `pearl-bench` (affine programs, Pearl) live in `llmopt.poly.cli`.
 """
 
 from __future__ import annotations
@@ -176,12 +177,17 @@ def _add_train(sub) -> None:
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Register `loops` with sub-commands `tune`, `bench`, `train` on an argparse subparsers object."""
-    loops = subparsers.add_parser("loops", help="schedule tensor loop nests with LoopTune (RL policy + searches)")
+    """Register `loops` with sub-commands `tune`, `bench`, `train` (LoopTune) and `schedule`,
+    `pearl-bench` (affine programs, `llmopt.poly.cli`) on an argparse subparsers object."""
+    from llmopt.poly.cli import add_parsers as add_poly_parsers
+
+    loops = subparsers.add_parser("loops", help="schedule loop nests: LoopTune (tensor nests) and Pearl "
+                                  "(affine programs), RL policies + searches")
     sub = loops.add_subparsers(dest="loops_command", required=True)
     _add_tune(sub)
     _add_bench(sub)
     _add_train(sub)
+    add_poly_parsers(sub)
     return loops
 
 

@@ -1,0 +1,210 @@
+"""Searches over Pearl's 56 actions with execution: the baselines of the RL agent (issue 15, item 5).
+
+`beam` is the Tiramisu autoscheduler's beam search with execution (paper 002, §5, "BSE"): from the
+original schedule, every node of the beam is expanded by every legal action on every branch
+(`llmopt.poly.actions.action_mask`: Pearl's per-branch actions, "Next" being implicit because all
+branches are expanded), each child is compiled, checked against the reference and timed by the
+`Measurer`, and the `width` fastest children form the beam of the next depth.  `greedy` is the
+same with width 1.  The search stops after `depth` levels, when no child runs, or when
+`budget_seconds` have passed (checked before every expansion and every measurement, so it overruns
+by at most one node's legality checks or one compile-and-run).
+
+What a search returns is never worse than doing nothing: the best schedule starts as the original
+order, timed by `Measurer.baseline_o3` (the same -O3 run every speedup divides), and a child only
+replaces it when it is measured faster by more than `min_gain`; so when nothing helps the answer
+is the identity schedule with speedup 1.0.  Children are deduplicated by the C they emit (`P(0)`
+twice, or two reversals, is measured once) and tried in `KIND_ORDER` (parallelization and tiling
+first), which matters only when the budget cuts a depth short.
+
+Every search has the signature `search(program, measurer, budget_seconds=..., log=None, **options)
+-> SearchResult` and is registered in `SEARCHES` by name; the CLI (`llmopt loops schedule
+--search NAME`) and the bench (`llmopt loops pearl-bench`) take their choices from it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from llmopt.poly.actions import ACTIONS, NEXT, action_mask, transform
+from llmopt.poly.emit import kernel_c
+from llmopt.poly.measure import Measurer
+from llmopt.poly.program import Program
+from llmopt.poly.schedule import (
+    Fuse,
+    Interchange,
+    Parallel,
+    Reversal,
+    Schedule,
+    ScheduleError,
+    Skew,
+    Tile,
+    Transform,
+    Unroll,
+    branches,
+    state,
+)
+
+KIND_ORDER = ("parallelization", "tiling", "interchange", "unrolling", "skewing", "reversal")
+DEFAULT_WIDTH = 4
+DEFAULT_DEPTH = 4
+DEFAULT_MIN_GAIN = 0.01  # a schedule must be 1% faster than the best so far to replace it (timing noise)
+
+
+@dataclass
+class SearchResult:
+    """The schedule a search settled on, its time, and what the search cost."""
+
+    schedule: Schedule
+    seconds: float  # run time of the program under `schedule` (min of the measurer's repeats)
+    baseline_seconds: float  # the original program at -O3: speedup = baseline_seconds / seconds
+    evaluations: int = 0  # schedules measured (cache hits included)
+    search_seconds: float = 0.0  # wall-clock time of the search (legality, compiling, running)
+    trace: list[tuple[float, float]] = field(default_factory=list)  # (elapsed s, best speedup so far)
+
+    @property
+    def speedup(self) -> float:
+        return self.baseline_seconds / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {"schedule": notation(self.schedule), "transforms": self.schedule.to_list(),
+                "speedup": self.speedup, "seconds": self.seconds, "baseline_seconds": self.baseline_seconds,
+                "evaluations": self.evaluations, "search_seconds": self.search_seconds,
+                "trace": [list(p) for p in self.trace]}
+
+
+def _action_text(t: Transform) -> str:
+    """One transformation in Pearl's notation (paper 000, §4.2): I(0,1), T(1,2,32,32), U(4)..."""
+    lvl = t.level
+    match t:
+        case Interchange():
+            return f"I({lvl},{lvl + 1 if t.other < 0 else t.other})"
+        case Reversal():
+            return f"R({lvl})"
+        case Skew():
+            return f"S({lvl},{lvl + 1}{'' if t.factor == 1 else f',{t.factor}'})"
+        case Parallel():
+            return f"P({lvl})"
+        case Tile():
+            levels = ",".join(str(lvl + k) for k in range(len(t.sizes)))
+            return f"T({levels},{','.join(map(str, t.sizes))})"
+        case Unroll():
+            return f"U({t.factor})"
+        case Fuse():
+            return f"F({lvl})"
+    return t.kind
+
+
+def notation(schedule: Schedule) -> str:
+    """The schedule in Pearl's notation, each run of actions prefixed by the statement naming its
+    branch: `S0: P(0) T(1,2,32,32) U(4) | S2: U(8)`; `identity` for the original order."""
+    groups: list[tuple[str, list[str]]] = []
+    for t in schedule.transforms:
+        if not groups or groups[-1][0] != t.stmt:
+            groups.append((t.stmt, []))
+        groups[-1][1].append(_action_text(t))
+    return " | ".join(f"{stmt}: {' '.join(acts)}" for stmt, acts in groups) or "identity"
+
+
+def children(prog: Program, measurer: Measurer, schedule: Schedule) -> list[Schedule]:
+    """Every legal one-action extension of `schedule`: each branch, each of the 55 transformations
+    (Next excluded: every branch is expanded), in `KIND_ORDER`."""
+    try:
+        st = state(prog, schedule)
+    except ScheduleError:
+        return []
+    legality = measurer.legality(prog)
+    out: list[tuple[int, Schedule]] = []
+    for branch in branches(st):
+        mask = action_mask(legality, schedule, branch[0])
+        for index, (action, ok) in enumerate(zip(ACTIONS, mask, strict=True)):
+            if ok and index != NEXT:
+                out.append((KIND_ORDER.index(action.kind), schedule.then(transform(action, branch[0]))))
+    return [s for _, s in sorted(out, key=lambda pair: pair[0])]
+
+
+class _Run:
+    """Book-keeping of one search: deadline, best schedule so far, evaluations, trace."""
+
+    def __init__(self, prog: Program, measurer: Measurer, budget_seconds: float, min_gain: float):
+        self.prog, self.measurer, self.min_gain = prog, measurer, min_gain
+        self.t0 = time.monotonic()
+        self.deadline = self.t0 + budget_seconds
+        baseline = measurer.baseline_o3(prog)["seconds"]
+        self.result = SearchResult(Schedule(), baseline, baseline, trace=[(0.0, 1.0)])
+        self.seen = {kernel_c(prog, Schedule())}
+
+    def expired(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    def fresh(self, schedule: Schedule) -> bool:
+        """True the first time a schedule's C is seen (equal code is measured once)."""
+        code = kernel_c(self.prog, schedule)
+        if code in self.seen:
+            return False
+        self.seen.add(code)
+        return True
+
+    def measure(self, schedule: Schedule) -> float:
+        """Seconds of `schedule` (inf when it failed); keeps the best."""
+        got = self.measurer.measure(self.prog, schedule)
+        self.result.evaluations += 1
+        if not got.get("ok"):
+            return math.inf
+        res = self.result
+        if got["seconds"] < res.seconds * (1 - self.min_gain):
+            res.schedule, res.seconds = schedule, got["seconds"]
+            res.trace.append((time.monotonic() - self.t0, res.speedup))
+        return got["seconds"]
+
+    def done(self) -> SearchResult:
+        self.result.search_seconds = time.monotonic() - self.t0
+        return self.result
+
+
+def _expand(run: _Run, frontier: list[Schedule]) -> list[tuple[float, int, Schedule]]:
+    """(seconds, order, child) for the new children of the frontier that ran, until the deadline."""
+    scored: list[tuple[float, int, Schedule]] = []
+    for parent in frontier:
+        if run.expired():
+            return scored
+        for child in children(run.prog, run.measurer, parent):
+            if run.expired():
+                return scored
+            if run.fresh(child) and (seconds := run.measure(child)) < math.inf:
+                scored.append((seconds, len(scored), child))
+    return scored
+
+
+def beam(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, width: int = DEFAULT_WIDTH,
+         depth: int = DEFAULT_DEPTH, min_gain: float = DEFAULT_MIN_GAIN,
+         log: Callable[[str], None] | None = None) -> SearchResult:
+    """Beam search with execution (module docstring): keep the `width` fastest measured schedules
+    per depth, at most `depth` actions, within `budget_seconds`."""
+    run = _Run(prog, measurer, budget_seconds, min_gain)
+    frontier = [Schedule()]
+    for level in range(1, depth + 1):
+        scored = _expand(run, frontier)
+        if log:
+            log(f"{prog.name}: depth {level}: {len(scored)} schedules ran, best {run.result.speedup:.2f}x "
+                f"({notation(run.result.schedule)}), {time.monotonic() - run.t0:.1f} s")
+        if not scored or run.expired():
+            break
+        frontier = [s for _, _, s in sorted(scored)[:width]]
+    return run.done()
+
+
+def greedy(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, depth: int = DEFAULT_DEPTH,
+           min_gain: float = DEFAULT_MIN_GAIN, log: Callable[[str], None] | None = None) -> SearchResult:
+    """Beam search of width 1: the fastest child at each depth."""
+    return beam(prog, measurer, budget_seconds, width=1, depth=depth, min_gain=min_gain, log=log)
+
+
+Search = Callable[..., SearchResult]
+
+# name -> search(program, measurer, budget_seconds=..., log=None) -> SearchResult.
+# The RL agent (llmopt.poly.agent) joins with one line here, e.g. `"agent": _agent` where `_agent`
+# imports llmopt.poly.agent lazily; the CLI's --search and the bench's agent column then use it.
+SEARCHES: dict[str, Search] = {"beam": beam, "greedy": greedy}

@@ -1,0 +1,104 @@
+"""`llmopt loops schedule` prints the documented keys and writes C that compiles and runs; bad programs
+are one-line exit-2 errors; `llmopt loops pearl-bench` writes its table, JSON and chart and resumes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from llmopt.llvm.toolchain import find_toolchain
+from llmopt.loops.cli import main
+from llmopt.poly.generator import random_program
+from llmopt.poly.program import save_program
+
+FAST = ["--small", "--repeats", "2", "--budget-seconds", "4", "--depth", "1"]
+KEYS = ("schedule", "speedup", "speedup_polly", "speedup_o3", "seconds")
+
+
+def test_schedule_json_and_the_c_it_writes(tmp_path, capsys):
+    c_file = tmp_path / "heat2d.c"
+    argv = ["schedule", "heat2d", *FAST, "--json", "--cache", str(tmp_path / "c.sqlite"), "-o", str(c_file)]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert all(k in out for k in KEYS)
+    assert out["speedup"] >= 1.0 and out["speedup_o3"] == 1.0 and out["seconds"] > 0
+    assert out["speedup_polly"] is None or out["speedup_polly"] > 0
+    exe = tmp_path / "heat2d"
+    flags = ["-fopenmp"] if "omp" in c_file.read_text() else []
+    subprocess.run([find_toolchain().clang, "-O3", *flags, str(c_file), "-o", str(exe), "-lm"], check=True)
+    run = subprocess.run([str(exe), "2"], capture_output=True, text=True, check=True)
+    assert run.stdout.startswith("seconds ")
+
+
+def test_schedule_text_on_a_program_file(tmp_path, capsys):
+    path = tmp_path / "prog.json"
+    save_program(random_program(4, small=True), path)
+    argv = ["schedule", str(path), "--search", "greedy", "--repeats", "2", "--budget-seconds", "3", "--depth", "1",
+            "--no-cache"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    for word in ("program    random-4", "schedule ", "speedup ", "polly ", "-O3 ", "search     greedy"):
+        assert word in text, text
+
+
+OUT_OF_BOUNDS = {"params": {"N": 8}, "tensors": {"A": {"shape": ["N"]}},
+                 "statements": [{"name": "S0", "iterators": ["i"], "domain": "0 <= i < N", "body": "A[i] = A[i+1]"}]}
+BAD_FILES = {"notjson.json": ("{nope", "not valid JSON"), "nostmts.json": ('{"tensors": {}}', "missing field"),
+             "oob.json": (json.dumps(OUT_OF_BOUNDS), "leaves its shape")}  # name -> (content, words of the error)
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_program_file_is_one_line_error(tmp_path, capsys, name):
+    content, words = BAD_FILES[name]
+    (tmp_path / name).write_text(content)
+    assert main(["schedule", str(tmp_path / name), "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["schedule", "nosuch"], "not a benchmark"),
+    (["schedule", "gemm", "--search", "nope"], "unknown search"),
+    (["schedule", "gemm", "--budget-seconds", "0"], "seconds must be"),
+    (["schedule", "gemm", "-o", "/nonexistent-folder/x.c"], "does not exist"),
+    (["pearl-bench", "--benchmarks", "gemm,nosuch"], "unknown benchmark 'nosuch'"),
+])
+def test_bad_arguments_are_one_line_errors(capsys, argv, words):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err
+
+
+def test_small_with_a_program_file_is_refused(tmp_path, capsys):
+    path = tmp_path / "prog.json"
+    save_program(random_program(1, small=True), path)
+    assert main(["schedule", str(path), "--small"]) == 2
+    assert "--small" in capsys.readouterr().err
+
+
+def test_pearl_bench_writes_table_json_chart_and_resumes(tmp_path, capsys):
+    from llmopt.poly.search import SEARCHES
+
+    out = tmp_path / "bench"
+    argv = ["pearl-bench", "--benchmarks", "mvt", *FAST, "--out", str(out)]
+    assert main(argv) == 0
+    data = json.loads((out / "bench.json").read_text())
+    row = data["rows"][0]
+    assert row["benchmark"] == "mvt" and row["beam"] >= 1.0 and row["o3"] == 1.0
+    assert row["beam_search_seconds"] > 0 and row["beam_evaluations"] >= 1
+    if "agent" not in SEARCHES:
+        assert row["agent"] is None and "n/a" in (out / "bench.md").read_text()
+    assert (out / "bench.png").stat().st_size > 1000
+    capsys.readouterr()
+    assert main(argv) == 0  # same settings: the finished row is reused, not re-measured
+    assert json.loads((out / "bench.json").read_text())["rows"][0] == row
+    assert "mvt: beam" not in capsys.readouterr().out
+
+
+def test_bench_defaults_do_not_overwrite_the_committed_results():
+    from llmopt.cli import build_parser
+
+    args = build_parser().parse_args(["loops", "pearl-bench"])
+    assert args.out == "runs/pearl-bench" and args.repeats == 30 and args.benchmarks is None

@@ -1,0 +1,123 @@
+"""The random program generator (deterministic, in bounds, compiles and matches its reference, never a
+benchmark) and the searches (beam search never answers worse than the identity, nor illegally)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from llmopt.harness.cache import ResultCache
+from llmopt.poly.benchmarks import NAMES, benchmark
+from llmopt.poly.generator import Limits, _is_benchmark, random_program
+from llmopt.poly.legality import check
+from llmopt.poly.measure import Measurer, _extent
+from llmopt.poly.polyhedral import check_bounds
+from llmopt.poly.program import ProgramError
+from llmopt.poly.schedule import Interchange, Parallel, Schedule, Skew, Tile, Unroll
+from llmopt.poly.search import SEARCHES, beam, children, greedy, notation
+
+SEEDS = range(60)
+
+
+@pytest.fixture(scope="module")
+def measurer(tmp_path_factory):
+    m = Measurer(ResultCache(tmp_path_factory.mktemp("poly-search") / "cache.sqlite"), repeats=2, timeout=60)
+    yield m
+    m.close()
+
+
+@pytest.mark.parametrize("small", [False, True])
+def test_generator_is_deterministic_per_seed(small):
+    for seed in range(10):
+        assert random_program(seed, small).to_dict() == random_program(seed, small).to_dict()
+    assert len({random_program(s, small).hash() for s in range(10)}) == 10
+
+
+@pytest.mark.parametrize("small", [False, True])
+def test_generated_programs_are_in_bounds_and_never_benchmarks(small):
+    limit = Limits().max_elements if not small else 1 << 12
+    for seed in SEEDS:
+        prog = random_program(seed, small)
+        check_bounds(prog)  # random_program checks too; a failure here is a generator bug
+        assert prog.name == f"random-{seed}" and prog.name not in NAMES
+        assert not _is_benchmark(prog.to_dict()["statements"])
+        assert 1 <= len(prog.statements) <= 4 and all(1 <= len(s.iterators) <= 4 for s in prog.statements)
+        for t in prog.tensors.values():
+            assert math.prod(_extent(e, prog.params) for e in t.shape) <= limit
+
+
+def test_generator_draws_every_pattern():
+    """Across a few dozen seeds: reductions, stencil offsets, time loops, triangular loops, imperfect
+    nests (shared loops), several computations, buffers shared between computations, depth 4."""
+    progs = [random_program(s) for s in SEEDS]
+    bodies = [s.body for p in progs for s in p.statements]
+    assert any("+=" in b for b in bodies)
+    assert any("-1]" in b or "+1]" in b for b in bodies)
+    assert any("0 <= t < T" in s.domain for p in progs for s in p.statements)
+    assert any("<= i " in s.domain or "<= j " in s.domain for p in progs for s in p.statements)
+    assert any(s.shares > 0 for p in progs for s in p.statements)
+    assert any(len(p.statements) == 4 for p in progs) and any(len(p.statements) == 1 for p in progs)
+    assert any(len(s.iterators) == 4 for p in progs for s in p.statements)
+    assert any(len(p.tensors) < sum(1 + len(s.reads(set(p.tensors))) for s in p.statements) for p in progs)
+    assert {t.dtype for p in progs for t in p.tensors.values()} == {"float", "double"}
+
+
+def test_limits_are_checked():
+    assert len(random_program(3, computations=(1, 1)).statements) == 1
+    with pytest.raises(ProgramError, match="unknown limits"):
+        random_program(3, nosuch=1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_generated_programs_compile_and_match_their_reference(measurer, seed):
+    """The original runs; the first legal transformation of each kind emits C with the same output."""
+    prog = random_program(seed, small=True)
+    assert measurer.baseline_o3(prog)["ok"]
+    kids = children(prog, measurer, Schedule())
+    picked = {s.transforms[0].kind: s for s in reversed(kids)}  # the first child of each kind
+    assert picked, "some transformation applies"
+    for sched in picked.values():
+        assert measurer.measure(prog, sched)["ok"], (prog.to_json(), sched)
+
+
+def test_children_are_legal_one_step_extensions(measurer):
+    prog = benchmark("jacobi2d", small=True)
+    kids = children(prog, measurer, Schedule())
+    assert kids and all(len(k.transforms) == 1 for k in kids)
+    assert all(check(prog, k)[0] for k in kids[:: max(1, len(kids) // 12)])
+    assert kids[0].transforms[0].kind == "parallelization" or not any(
+        k.transforms[0].kind == "parallelization" for k in kids)
+
+
+def test_beam_never_returns_slower_or_illegal_than_the_identity(measurer):
+    prog = benchmark("jacobi2d", small=True)
+    res = beam(prog, measurer, budget_seconds=6, width=2, depth=2)
+    assert check(prog, res.schedule)[0]
+    assert res.speedup >= 1.0 and res.seconds <= res.baseline_seconds
+    assert res.evaluations >= 1 and res.search_seconds < 6 + 30  # overrun: at most one compile-and-run
+    if res.schedule.transforms:
+        assert measurer.measure(prog, res.schedule)["ok"]
+    assert [t for t, _ in res.trace] == sorted(t for t, _ in res.trace)
+
+
+def test_beam_returns_the_identity_when_nothing_helps(measurer):
+    """Nothing is 1000x faster: with that bar the answer is the original order at speedup 1."""
+    prog = benchmark("mvt", small=True)
+    res = beam(prog, measurer, budget_seconds=3, width=2, depth=1, min_gain=0.999)
+    assert res.schedule == Schedule() and res.speedup == 1.0 and res.evaluations >= 1
+    assert notation(res.schedule) == "identity"
+
+
+def test_greedy_and_registry(measurer):
+    assert {"beam", "greedy"} <= set(SEARCHES)
+    prog = random_program(2, small=True)
+    res = greedy(prog, measurer, budget_seconds=4, depth=1)
+    assert check(prog, res.schedule)[0] and res.speedup >= 1.0
+    assert res.to_dict()["schedule"] == notation(res.schedule)
+
+
+def test_notation_is_pearls():
+    sched = Schedule((Parallel("S0", 0), Tile("S0", 1, sizes=(32, 64)), Unroll("S0", factor=4),
+                      Interchange("S2", 0), Skew("S2", 1, 1)))
+    assert notation(sched) == "S0: P(0) T(1,2,32,64) U(4) | S2: I(0,1) S(1,2)"
