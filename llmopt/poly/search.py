@@ -137,7 +137,9 @@ class _Run:
         self.seen = {kernel_c(prog, Schedule())}
 
     def expired(self) -> bool:
-        return time.monotonic() > self.deadline
+        # At least one schedule is measured whatever the budget: on a loaded machine the legality checks
+        # alone can outlast a small budget, and a search that measured nothing has answered nothing.
+        return self.result.evaluations > 0 and time.monotonic() > self.deadline
 
     def fresh(self, schedule: Schedule) -> bool:
         """True the first time a schedule's C is seen (equal code is measured once)."""

@@ -1,0 +1,92 @@
+"""Apply a trained Pearl agent: a schedule for a program with no measurement (Pearl §6: 33 ms).
+
+`AgentPolicy(path).schedule(program, measurer)` walks the program branch by branch and takes the
+most probable legal action each time (argmax of the masked policy) until "Next" on the last
+branch, or `max_steps`.  The measurer is used only for its memoized legality checks, never to
+time anything.  `candidates(program, measurer, k)` is the top-k variant: a beam search over the
+policy's log-probabilities that returns up to k distinct finished schedules, most probable first,
+for a caller that can afford to time k schedules and keep the fastest.
+
+`path` is a training checkpoint (`llmopt.poly.agent.train`) or any file with its "model" and
+"model_config" entries.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch_geometric.data import Batch
+
+from llmopt.poly.agent.env import MAX_STEPS
+from llmopt.poly.agent.model import ActorCritic, distribution
+from llmopt.poly.agent.state import graph
+from llmopt.poly.agent.walk import Position, advance, legal_mask, start
+from llmopt.poly.measure import Measurer
+from llmopt.poly.program import Program
+from llmopt.poly.schedule import Schedule
+
+
+@dataclass
+class Candidate:
+    """A finished walk of the policy: its schedule and summed log-probability."""
+
+    schedule: Schedule
+    log_prob: float
+
+
+class AgentPolicy:
+    """A trained actor-critic applied with the legality mask (module docstring)."""
+
+    def __init__(self, path: str | Path, max_steps: int = MAX_STEPS):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise FileNotFoundError(f"no trained Pearl agent at {self.path}: train one with "
+                                    "`python -m llmopt.poly.agent.train RUN_DIR`")
+        torch.set_num_threads(1)
+        ckpt = torch.load(self.path, map_location="cpu", weights_only=False)
+        self.model = ActorCritic(**ckpt["model_config"])
+        self.model.load_state_dict(ckpt["model"])
+        self.model.eval()
+        self.max_steps = max_steps
+
+    @torch.no_grad()
+    def log_probs(self, prog: Program, pos: Position, measurer: Measurer) -> np.ndarray:
+        """Masked log-probabilities of the 56 actions at `pos` (-inf where masked). Shape [56]."""
+        mask = torch.tensor(legal_mask(measurer.legality(prog), pos))[None]
+        logits, _ = self.model(Batch.from_data_list([graph(prog, pos)]))
+        logp = distribution(logits, mask).logits[0].double().numpy()
+        return np.where(mask[0].numpy(), logp, -np.inf)
+
+    def schedule(self, prog: Program, measurer: Measurer) -> Schedule:
+        """The greedy walk's schedule (argmax of the masked policy at every step)."""
+        pos = start()
+        for _ in range(self.max_steps):
+            pos, done = advance(prog, pos, int(np.argmax(self.log_probs(prog, pos, measurer))))
+            if done:
+                break
+        return pos.schedule
+
+    def candidates(self, prog: Program, measurer: Measurer, k: int = 5) -> list[Candidate]:
+        """Up to `k` distinct schedules by beam search (width k) over the policy, most probable first."""
+        beams: list[tuple[float, Position, bool]] = [(0.0, start(), False)]
+        for _ in range(self.max_steps):
+            if all(done for _, _, done in beams):
+                break
+            grown = [b for b in beams if b[2]]
+            for lp, pos, done in beams:
+                if done:
+                    continue
+                logp = self.log_probs(prog, pos, measurer)
+                for a in np.argsort(-logp)[:k]:
+                    if np.isfinite(logp[a]):
+                        new, finished = advance(prog, pos, int(a))
+                        grown.append((lp + float(logp[a]), new, finished))
+            beams = sorted(grown, key=lambda b: -b[0])[:k]
+        out: dict[str, Candidate] = {}
+        for lp, pos, _ in sorted(beams, key=lambda b: -b[0]):
+            out.setdefault(json.dumps(pos.schedule.key()), Candidate(pos.schedule, lp))
+        return list(out.values())

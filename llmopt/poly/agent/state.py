@@ -1,0 +1,250 @@
+"""Pearl's graph state of a position: loop, computation and buffer nodes, their edges (Pearl §4.1).
+
+One homogeneous `torch_geometric.data.Data` per state, node types as one-hots.  Why not
+`HeteroData`: Pearl's own AST puts iterators and computations into one fixed-size vector with a
+type tag, and Table 3.2's backbone is two plain GATv2 layers over one feature matrix; a
+heterogeneous graph would need one convolution per edge type (`to_hetero`), several times the
+parameters, and more code in every PPO minibatch.  Each node type fills its own section of the
+vector and leaves the others zero, so nothing is lost by sharing one matrix.
+
+Nodes, in this order (`data.node_type`: 0 loop, 1 computation, 2 buffer):
+
+- loop: one per loop of the replayed schedule (a loop shared by several statements is one node):
+  level (one-hot), lower/upper bound and extent over the iteration domain (exact, by isl), the
+  loop's affine row over its statement's iterators, and what was done to it so far: tiled (tile
+  loop / point loop, tile size), parallel, unrolled (factor), interchanged, skewed, reversed, and
+  the focus tag (the loop belongs to the targeted branch);
+- computation: depth, position, element type, operation counts, focus tag, and the access
+  matrices (rows = tensor dimensions, columns = iterator coefficients, constant, quasi-affine
+  flag) of its write and of its first `MAX_READS` distinct reads;
+- buffer: rank, extents, element type, written or only read.
+
+Edges (`data.edge_attr`: relation one-hot, a reverse flag, the access matrix on access edges):
+loop -> nested loop, innermost loop -> computation, buffer -> reading computation, computation ->
+written buffer, and each edge reversed (Pearl's graphs are undirected).  Numbers that span orders
+of magnitude (bounds, extents, constants) enter as sign * log2(1 + |x|) / 16.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import islpy as isl
+import torch
+from torch_geometric.data import Data
+
+from llmopt.poly.agent.walk import Position
+from llmopt.poly.polyhedral import domain, params_prefix, tuple_of
+from llmopt.poly.program import Program, Statement
+from llmopt.poly.schedule import State, StmtSchedule, branches, state
+
+MAX_LEVELS = 8  # loop levels told apart by the level one-hot (tiling adds levels)
+MAX_ITERS = 5  # iterator columns of an access matrix / loop row (Pearl's actions reach level 4)
+MAX_RANK = 4  # tensor dimensions (rows of an access matrix)
+MAX_READS = 4  # distinct read matrices in a computation's features (all of them are on edges)
+ROW = MAX_ITERS + 2  # iterator coefficients, constant, quasi-affine flag
+MATRIX = MAX_RANK * ROW
+
+LOOP_F = MAX_LEVELS + 3 + MAX_ITERS + 10
+COMP_F = 7 + MATRIX * (1 + MAX_READS)
+BUF_F = 4 + MAX_RANK
+N_TYPES = 3
+NODE_FEATURES = N_TYPES + LOOP_F + COMP_F + BUF_F
+RELATIONS = ("nest", "contains", "reads", "writes")
+EDGE_FEATURES = len(RELATIONS) + 1 + MATRIX
+
+LOOP_MARKS = ("tiled", "point", "tile_size", "parallel", "unroll", "interchanged", "skewed", "reversed", "focus",
+              "innermost")
+LOOP_COLUMNS = {name: N_TYPES + MAX_LEVELS + 3 + MAX_ITERS + k for k, name in enumerate(LOOP_MARKS)}
+LOOP_COLUMNS.update(lower=N_TYPES + MAX_LEVELS, upper=N_TYPES + MAX_LEVELS + 1, extent=N_TYPES + MAX_LEVELS + 2)
+COMP_FOCUS = N_TYPES + LOOP_F + 6  # column of a computation's focus tag
+
+_FLOOR = re.compile(r"^floor\(\((.*)\)/(\d+)\)$")
+_memo: dict[tuple, object] = {}  # program-only facts (access matrices, bounds), keyed by program hash
+
+
+def squash(x: float) -> float:
+    """sign(x) * log2(1 + |x|) / 16: bounds and extents from 1 to 10^4 land in [0, 1]."""
+    return math.copysign(math.log2(1 + abs(x)) / 16, x)
+
+
+def _memoized(key: tuple, compute):
+    if key not in _memo:
+        if len(_memo) > 100_000:
+            _memo.clear()
+        _memo[key] = compute()
+    return _memo[key]
+
+
+def _affine_row(prog: Program, stmt: Statement, expr: str) -> list[float]:
+    """[coefficients of the iterators (padded), constant (params folded in), quasi-affine flag]."""
+    text = f"{params_prefix(prog)}{{ {tuple_of(stmt)} -> [({expr})] }}"
+    return _rows(prog, stmt, isl.Map(text))[0]
+
+
+def _rows(prog: Program, stmt: Statement, imap: isl.Map) -> list[list[float]]:
+    pieces: list = []
+    isl.PwMultiAff.from_map(imap).foreach_piece(lambda _s, ma: pieces.append(ma))
+    ma, out = pieces[0], []
+    for k in range(ma.dim(isl.dim_type.out)):
+        aff = ma.get_at(k)
+        coef = [aff.get_coefficient_val(isl.dim_type.in_, d).to_python() for d in range(len(stmt.iterators))]
+        const = aff.get_constant_val().to_python() + sum(
+            aff.get_coefficient_val(isl.dim_type.param, p).to_python() * v for p, v in enumerate(prog.params.values()))
+        coef = (coef + [0] * MAX_ITERS)[:MAX_ITERS]
+        out.append([float(c) for c in coef] + [squash(const), float(aff.dim(isl.dim_type.div) > 0)])
+    return out
+
+
+def access_matrix(prog: Program, stmt: Statement, access) -> list[float]:
+    """The flattened, padded access matrix of one access (MAX_RANK x ROW)."""
+    def compute():
+        text = f"{params_prefix(prog)}{{ {tuple_of(stmt)} -> {access.isl()} }}"
+        rows = _rows(prog, stmt, isl.Map(text))[:MAX_RANK]
+        flat = [v for r in rows for v in r]
+        return flat + [0.0] * (MATRIX - len(flat))
+    return _memoized(("access", prog.hash(), stmt.name, access.isl()), compute)
+
+
+def loop_bounds(prog: Program, names: list[str], level: int, st: State) -> tuple[int, int]:
+    """Exact (min, max) of the loop's value over the iteration domains of the statements in it."""
+    def compute():
+        ranges = None
+        for n in names:
+            stmt = prog.statement(n)
+            text = f"{params_prefix(prog)}{{ {tuple_of(stmt)} -> [({st[n].loops[level]})] }}"
+            r = isl.UnionMap(text).intersect_domain(domain(prog, stmt)).range()
+            ranges = r if ranges is None else ranges.union(r)
+        box = ranges.as_set()
+        if box.is_empty():
+            return 0, 0
+        return box.dim_min_val(0).to_python(), box.dim_max_val(0).to_python()
+    key = ("bounds", prog.hash(), level, tuple((n, st[n].loops[level]) for n in names))
+    return _memoized(key, compute)
+
+
+def _loop_flags(prog: Program, name: str, s: StmtSchedule) -> list[dict]:
+    """Per level of statement `name`: its affine row and what was done to it (tile, interchange...)."""
+    stmt = prog.statement(name)
+    parts = [(m[1], int(m[2])) if (m := _FLOOR.match(e)) else (e, 0) for e in s.loops]
+    points = [inner for inner, size in parts if not size]
+    out = []
+    for level, (inner, size) in enumerate(parts):
+        row = _memoized(("row", prog.hash(), name, inner), lambda inner=inner: _affine_row(prog, stmt, inner))
+        coef = row[:MAX_ITERS]
+        own = next((stmt.iterators.index(w) for w in re.findall(r"[A-Za-z_]\w*", inner) if w in stmt.iterators), 0)
+        rank = points.index(inner) if inner in points else own
+        out.append({"row": coef, "tile": size, "point": not size and any(p == inner and z for p, z in parts),
+                    "interchanged": own != rank, "skewed": sum(c != 0 for c in coef) > 1,
+                    "reversed": own < MAX_ITERS and coef[own] < 0,
+                    "parallel": level in s.parallel, "unroll": s.unroll if level == s.depth - 1 else 1})
+    return out
+
+
+def _loop_features(level: int, bounds: tuple[int, int], flags: dict, focus: bool, innermost: bool) -> list[float]:
+    onehot = [0.0] * MAX_LEVELS
+    onehot[min(level, MAX_LEVELS - 1)] = 1.0
+    lo, hi = bounds
+    marks = [flags["tile"] > 0, flags["point"], math.log2(max(flags["tile"], 1)) / 8, flags["parallel"],
+             math.log2(flags["unroll"]) / 5, flags["interchanged"], flags["skewed"], flags["reversed"], focus,
+             innermost]
+    return onehot + [squash(lo), squash(hi), squash(hi - lo + 1)] + flags["row"] + [float(m) for m in marks]
+
+
+def _comp_features(prog: Program, stmt: Statement, order: int, depth: int, focus: bool) -> list[float]:
+    names = set(prog.tensors)
+    expr = stmt.expr
+    reads = list(dict.fromkeys(a.isl() for a in stmt.reads(names)))  # distinct, in order
+    by_text = {a.isl(): a for a in stmt.reads(names)}
+    mats = [access_matrix(prog, stmt, stmt.write(names))]
+    mats += [access_matrix(prog, stmt, by_text[r]) for r in reads[:MAX_READS]]
+    mats += [[0.0] * MATRIX] * (1 + MAX_READS - len(mats))
+    ops = [len(re.findall(r"[-+]", expr)), len(re.findall(r"[*/]", expr))]
+    head = [depth / MAX_LEVELS, order / max(len(prog.statements), 1),
+            float(prog.tensors[stmt.write(names).tensor].dtype == "double"), squash(len(reads)),
+            squash(ops[0]), squash(ops[1]), float(focus)]
+    return head + [v for m in mats for v in m]
+
+
+def _buffer_features(prog: Program, name: str, written: bool) -> list[float]:
+    t = prog.tensors[name]
+    extents = [squash(eval(e, {"__builtins__": {}}, dict(prog.params))) for e in t.shape][:MAX_RANK]
+    return [len(t.shape) / MAX_RANK, float(t.dtype == "double"), float(written), float(not written)] + \
+        extents + [0.0] * (MAX_RANK - len(extents))
+
+
+def _node(kind: int, section: list[float]) -> list[float]:
+    """A full node vector: type one-hot, then the loop / computation / buffer section in its place."""
+    offsets = (N_TYPES, N_TYPES + LOOP_F, N_TYPES + LOOP_F + COMP_F)
+    vec = [0.0] * NODE_FEATURES
+    vec[kind] = 1.0
+    vec[offsets[kind]: offsets[kind] + len(section)] = section
+    return vec
+
+
+class _Edges:
+    """Edge lists under construction: each edge added with its reverse (module docstring)."""
+
+    def __init__(self):
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.attr: list[list[float]] = []
+
+    def add(self, a: int, b: int, relation: str, matrix: list[float] | None = None) -> None:
+        onehot = [float(r == relation) for r in RELATIONS]
+        mat = matrix or [0.0] * MATRIX
+        self.src += [a, b]
+        self.dst += [b, a]
+        self.attr += [onehot + [0.0] + mat, onehot + [1.0] + mat]
+
+
+def _loop_nodes(prog: Program, st: State, focus: set[str], nodes: list, edges: _Edges) -> dict[str, int]:
+    """Adds one node per loop (shared loops once) and the nesting edges; returns each statement's
+    innermost loop node."""
+    ids: dict[tuple, int] = {}
+    flags = {n: _loop_flags(prog, n, st[n]) for n in st}
+    innermost: dict[str, int] = {}
+    for stmt in prog.statements:
+        s = st[stmt.name]
+        for level in range(s.depth):
+            key = tuple(s.betas[: level + 1])
+            if key not in ids:
+                names = [n for n, o in st.items() if o.depth > level and tuple(o.betas[: level + 1]) == key]
+                deepest = all(st[n].depth == level + 1 for n in names)
+                ids[key] = len(nodes)
+                nodes.append(_node(0, _loop_features(level, loop_bounds(prog, names, level, st),
+                                                     flags[stmt.name][level], bool(focus & set(names)), deepest)))
+                if level:
+                    edges.add(ids[key[:-1]], ids[key], "nest")
+            innermost[stmt.name] = ids[key]
+    return innermost
+
+
+def graph(prog: Program, pos: Position) -> Data:
+    """The state graph of `pos` (module docstring).  Shapes: x [nodes, NODE_FEATURES],
+    edge_index [2, edges], edge_attr [edges, EDGE_FEATURES], node_type [nodes]."""
+    st = state(prog, pos.schedule)
+    focus = set(branches(st)[pos.branch])
+    nodes: list[list[float]] = []
+    edges = _Edges()
+    innermost = _loop_nodes(prog, st, focus, nodes, edges)
+    n_loops = len(nodes)
+    names = set(prog.tensors)
+    buffers = {t: n_loops + len(prog.statements) + k for k, t in enumerate(prog.tensors)}
+    written = {s.write(names).tensor for s in prog.statements}
+    for order, stmt in enumerate(prog.statements):
+        me = len(nodes)
+        nodes.append(_node(1, _comp_features(prog, stmt, order, st[stmt.name].depth, stmt.name in focus)))
+        if stmt.name in innermost:
+            edges.add(innermost[stmt.name], me, "contains")
+        w = stmt.write(names)
+        edges.add(me, buffers[w.tensor], "writes", access_matrix(prog, stmt, w))
+        for r in {a.isl(): a for a in stmt.reads(names)}.values():
+            edges.add(buffers[r.tensor], me, "reads", access_matrix(prog, stmt, r))
+    nodes += [_node(2, _buffer_features(prog, t, t in written)) for t in prog.tensors]
+    types = [0] * n_loops + [1] * len(prog.statements) + [2] * len(prog.tensors)
+    return Data(x=torch.tensor(nodes, dtype=torch.float32),
+                edge_index=torch.tensor([edges.src, edges.dst], dtype=torch.long).reshape(2, -1),
+                edge_attr=torch.tensor(edges.attr, dtype=torch.float32).reshape(-1, EDGE_FEATURES),
+                node_type=torch.tensor(types, dtype=torch.long))

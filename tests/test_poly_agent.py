@@ -1,0 +1,143 @@
+"""Pearl's agent (llmopt.poly.agent): the state graph, the env's mask and reward, a PPO update,
+pre-training, checkpoints and the greedy policy, on small benchmark programs with 1 timed run."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Batch
+
+from llmopt.harness.cache import ResultCache
+from llmopt.poly.actions import ACTIONS, NEXT
+from llmopt.poly.agent.env import PearlEnv
+from llmopt.poly.agent.model import ActorCritic
+from llmopt.poly.agent.policy import AgentPolicy
+from llmopt.poly.agent.ppo import PPOConfig, collect, update, value_of
+from llmopt.poly.agent.pretrain import pretrain
+from llmopt.poly.agent.state import COMP_FOCUS, EDGE_FEATURES, LOOP_COLUMNS, NODE_FEATURES, graph, squash
+from llmopt.poly.agent.train import TrainConfig, save_checkpoint, train
+from llmopt.poly.agent.walk import Position, advance, start
+from llmopt.poly.benchmarks import benchmark
+from llmopt.poly.legality import check
+from llmopt.poly.measure import Measurer
+from llmopt.poly.schedule import Parallel, Reversal, Schedule, Skew, Tile, Unroll
+
+torch.set_num_threads(1)  # two threads on a loaded 2-core machine spin-wait each other
+
+
+@pytest.fixture(scope="module")
+def measurer(tmp_path_factory):
+    m = Measurer(ResultCache(tmp_path_factory.mktemp("agent") / "cache.sqlite"), repeats=1, timeout=60)
+    yield m
+    m.close()
+
+
+def loops(g):
+    return g.x[g.node_type == 0]
+
+
+def test_gemm_graph_has_its_loops_computations_and_buffers():
+    g = graph(benchmark("gemm", small=True), start())  # for i, j { S0; for k { S1 } }, tensors A, B, C
+    assert g.node_type.tolist() == [0, 0, 0, 1, 1, 2, 2, 2]
+    assert g.x.shape == (8, NODE_FEATURES) and g.edge_attr.shape == (20, EDGE_FEATURES)
+    # nesting 2 + contains 2 + writes 2 + distinct reads 4, each in both directions
+    assert g.edge_index.shape == (2, 20)
+    extents = loops(g)[:, LOOP_COLUMNS["extent"]]
+    assert torch.allclose(extents, torch.tensor([squash(18), squash(20), squash(22)]))
+    assert loops(g)[:, LOOP_COLUMNS["focus"]].tolist() == [1, 1, 0]  # branch 0 is S0, inside i and j
+    assert g.x[g.node_type == 1][:, COMP_FOCUS].tolist() == [1, 0]
+    g1 = graph(benchmark("gemm", small=True), Position(Schedule(), 1))
+    assert loops(g1)[:, LOOP_COLUMNS["focus"]].tolist() == [1, 1, 1]
+
+
+def test_loop_features_record_the_transformations():
+    gemm = benchmark("gemm", small=True)
+    g = graph(gemm, Position(Schedule((Parallel("S1", 0), Tile("S1", 0, (4, 8)), Unroll("S1", 0, 4))), 1))
+    col = LOOP_COLUMNS
+    assert loops(g)[:, col["tiled"]].tolist() == [1, 1, 0, 0, 0]
+    assert loops(g)[:, col["point"]].tolist() == [0, 0, 1, 1, 0]
+    assert loops(g)[:, col["parallel"]].tolist() == [1, 0, 0, 0, 0]
+    assert loops(g)[4, col["unroll"]] == pytest.approx(math.log2(4) / 5)
+    seidel = benchmark("seidel2d", small=True)
+    g = graph(seidel, Position(Schedule((Skew("S0", 1), Reversal("S0", 0))), 0))
+    assert loops(g)[:, col["reversed"]].tolist() == [1, 0, 0]
+    assert loops(g)[:, col["skewed"]].tolist() == [0, 0, 1]
+
+
+def test_walk_next_moves_on_and_ends_after_the_last_branch():
+    gemm = benchmark("gemm", small=True)
+    pos, done = advance(gemm, start(), NEXT)
+    assert (pos.branch, done) == (1, False)
+    assert advance(gemm, pos, NEXT)[1]
+
+
+def test_env_masks_illegal_actions_and_rewards_log4_speedup(measurer):
+    env = PearlEnv([benchmark("seidel2d", small=True)], measurer, max_steps=4)
+    obs, info = env.reset(seed=0)
+    mask = info["action_mask"]
+    assert not any(mask[a] for a, act in enumerate(ACTIONS) if act.kind in ("interchange", "parallelization"))
+    assert mask[NEXT] and obs.x.shape[1] == NODE_FEATURES
+    _, reward, done, _, info = env.step(0)  # I(0,1): masked -> penalty, schedule unchanged
+    assert reward == pytest.approx(math.log(0.9, 4)) and not done and info["schedule"] == Schedule()
+    legal = int(np.flatnonzero(info["action_mask"][:NEXT])[0])
+    _, reward, done, _, info = env.step(legal)
+    assert check(env.program, info["schedule"])[0] and len(info["schedule"].transforms) == 1
+    assert reward == pytest.approx(math.log(env.speedup, 4))
+    assert env.step(NEXT)[2], "Next on the only branch ends the episode"
+
+
+def test_ppo_update_changes_the_parameters(measurer):
+    torch.manual_seed(0)
+    model = ActorCritic(hidden=16, heads=2)
+    env = PearlEnv([benchmark("gemm", small=True)], measurer, max_steps=3)
+    obs, info = env.reset(seed=0)
+    rollout, obs, _ = collect(env, model, 6, obs, info)
+    before = [p.detach().clone() for p in model.parameters()]
+    cfg = PPOConfig(batch_size=6, minibatch=3, epochs=2, lr=1e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    stats = update(model, opt, rollout, value_of(model, obs), cfg, 0.5, np.random.default_rng(0))
+    assert all(math.isfinite(v) for v in stats.values())
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+def test_pretraining_fits_execution_times():
+    torch.manual_seed(0)
+    samples = [{"hash": p.hash(), "program": p.to_dict(), "schedule": [], "seconds": s}
+               for p, s in [(benchmark(n, small=True), t) for n, t in
+                            [("gemm", 1e-5), ("seidel2d", 1e-4), ("heat2d", 3e-5), ("mvt", 2e-6)]]]
+    model = ActorCritic(hidden=16, heads=2)
+    policy_before = [p.detach().clone() for p in model.policy.parameters()]
+    losses = pretrain(model, samples, epochs=30, lr=3e-3, log=None)
+    assert losses[-1] < 0.5 * losses[0]
+    assert all(torch.equal(a, b) for a, b in zip(policy_before, model.policy.parameters(), strict=True))
+
+
+def test_checkpoint_round_trips_and_policy_schedule_is_legal_and_correct(measurer, tmp_path):
+    torch.manual_seed(1)
+    model = ActorCritic(hidden=16, heads=2)
+    opt = torch.optim.Adam(model.parameters())
+    save_checkpoint(tmp_path / "ckpt.pt", model, opt, 0, TrainConfig(), np.random.default_rng(0))
+    policy = AgentPolicy(tmp_path / "ckpt.pt", max_steps=6)
+    prog = benchmark("jacobi2d", small=True)
+    batch = Batch.from_data_list([graph(prog, start())])
+    assert torch.allclose(policy.model(batch)[0], model(batch)[0])
+    sched = policy.schedule(prog, measurer)
+    assert check(prog, sched)[0]
+    assert measurer.measure(prog, sched)["ok"], "the emitted C matches the reference"
+    cands = policy.candidates(prog, measurer, k=3)
+    assert 1 <= len(cands) <= 3 and all(check(prog, c.schedule)[0] for c in cands)
+    assert [c.log_prob for c in cands] == sorted((c.log_prob for c in cands), reverse=True)
+
+
+def test_training_writes_a_log_and_resumes(measurer, tmp_path):
+    cfg = TrainConfig(ppo=PPOConfig(batch_size=4, minibatch=4, epochs=1), updates=1, max_steps=3, hidden=16, heads=2)
+    progs = [benchmark("gemm", small=True)]
+    train(tmp_path, cfg, measurer, programs=progs, log=lambda *_: None)
+    cfg.updates = 2
+    train(tmp_path, cfg, measurer, programs=progs, log=lambda *_: None)
+    rows = list(csv.DictReader((tmp_path / "log.csv").open()))
+    assert [r["update"] for r in rows] == ["0", "1"]
