@@ -90,6 +90,21 @@ def test_env_masks_illegal_actions_and_rewards_log4_speedup(measurer):
     assert env.step(NEXT)[2], "Next on the only branch ends the episode"
 
 
+def test_env_skips_a_drawn_program_that_cannot_run_and_refuses_a_chosen_one(tmp_path):
+    from llmopt.poly.program import ProgramError
+
+    # seidel2d at full size runs ~0.2 s a kernel: it cannot finish inside a 0.2 s timeout, the small one can.
+    slow, fine = benchmark("seidel2d"), benchmark("heat2d", small=True)
+    m = Measurer(ResultCache(tmp_path / "c.sqlite"), repeats=1, timeout=0.2)
+    draws = iter([slow, fine])
+    env = PearlEnv(lambda rng: next(draws), m)
+    env.reset(seed=0)
+    assert env.program is fine
+    with pytest.raises(ProgramError, match="cannot be measured"):
+        env.reset(options={"program": slow})
+    m.close()
+
+
 def test_ppo_update_changes_the_parameters(measurer):
     torch.manual_seed(0)
     model = ActorCritic(hidden=16, heads=2)

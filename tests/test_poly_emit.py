@@ -81,6 +81,19 @@ def test_measurements_are_memoized(measurer, tmp_path):
     other.close()
 
 
+def test_a_cut_off_stops_timing_and_is_not_reused_for_a_looser_question(tmp_path):
+    prog = benchmark("gemm", small=True)
+    sched = Schedule((Unroll("S0", factor=2),))
+    m = Measurer(ResultCache(tmp_path / "c.sqlite"), repeats=1000, timeout=60)
+    cut = m.measure(prog, sched, cutoff=1e-12)  # every run is slower than that: timing stops at the first
+    assert cut["ok"] and cut["cut"] and cut["seconds"] > 1e-12
+    assert m.measure(prog, sched, cutoff=1e-12) == cut  # as tight a question: the cut time answers it
+    runs = m.runs
+    full = m.measure(prog, sched)
+    assert full["ok"] and "cut" not in full and m.runs == runs + 1  # no cut-off: measured again, fully
+    m.close()
+
+
 def test_baselines(measurer):
     prog = benchmark("gemm", small=True)
     o3, polly = measurer.baseline_o3(prog), measurer.baseline_polly(prog)

@@ -8,10 +8,11 @@ of schedule dimension d `c{d}`, so loop level L is iterator `c{2L+1}`.  Statemen
 `S(i, j)` that expand to the assignment, the way isl's own code generators do it.
 
 `program_c(program, schedule)` is a complete C program (tensors are static arrays sized by the
-parameter values, which are `#define`d): `./prog REPEATS [DUMP]` initializes the tensors
-deterministically, runs the kernel once and writes every output tensor in order, raw, to DUMP;
-then it re-initializes and times the kernel REPEATS times with `clock_gettime` and prints
-`seconds <min>`.  The reference of a program is its own original schedule emitted the same way.
+parameter values, which are `#define`d): `./prog REPEATS [DUMP [CUTOFF]]` initializes the tensors
+deterministically, runs the kernel once and writes every output tensor in order, raw, to DUMP (`-`:
+no dump); then it re-initializes and times the kernel REPEATS times with `clock_gettime` and prints
+`seconds <min>`.  A run slower than CUTOFF seconds ends the timing early and adds `cut <runs>`: a
+search only needs to know that a schedule is much slower than its best, not by how much.  The reference of a program is its own original schedule emitted the same way.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from llmopt.poly.polyhedral import context
 from llmopt.poly.program import Program
 from llmopt.poly.schedule import Schedule, State, schedule_map, state
 
-EMIT_VERSION = 1
+EMIT_VERSION = 2
 
 HEADER = """#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #define floord(n, d) (((n) < 0) ? -((-(n) + (d) - 1) / (d)) : (n) / (d))
 #define min(x, y) ((x) < (y) ? (x) : (y))
@@ -44,9 +46,11 @@ static double now(void) {
 
 int main(int argc, char **argv) {
   int reps = argc > 1 ? atoi(argv[1]) : 1;
+  double cutoff = argc > 3 ? atof(argv[3]) : 0.0;
+  int cut = 0;
   init();
   kernel();
-  if (argc > 2) {
+  if (argc > 2 && strcmp(argv[2], "-") != 0) {
     FILE *f = fopen(argv[2], "wb");
     if (!f) { perror("dump"); return 2; }
 %DUMP%
@@ -59,8 +63,10 @@ int main(int argc, char **argv) {
     kernel();
     double t1 = now();
     if (t1 - t0 < best) best = t1 - t0;
+    if (cutoff > 0 && t1 - t0 > cutoff) { cut = r + 1; break; }
   }
   printf("seconds %.9f\\n", reps > 0 ? best : 0.0);
+  if (cut) printf("cut %d\\n", cut);
   return 0;
 }
 """

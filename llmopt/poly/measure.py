@@ -9,7 +9,10 @@ result is `{"ok": False, "error": "wrong result ..."}`, never a time.
 
 Results are memoized in the harness `ResultCache` (key: `MEASURE_VERSION`, emitter version,
 program hash, schedule, machine, repeats, threads), so a repeated question never compiles;
-`stats()` reports the hit rate.  `legality(program)` hands out one memoized
+`stats()` reports the hit rate.  `measure(..., cutoff=s)` stops timing at the first run slower than
+`s` seconds (searches pass a multiple of their best time): the result then says `"cut": True` and
+its seconds are a lower bound on the schedule's minimum that is already over `s`; a later question
+with a looser cut-off (or none) measures again.  `legality(program)` hands out one memoized
 `llmopt.poly.legality.Legality` per program on the same cache.
 
 Baselines: `baseline_o3(program)` is the original program at `-O3` (the "unoptimized" time that
@@ -65,6 +68,7 @@ class Run:
     seconds: float = 0.0
     error: str = ""
     dump: Path | None = None
+    cut: bool = False  # timing stopped early at a run slower than the cut-off
 
 
 class Measurer:
@@ -101,10 +105,10 @@ class Measurer:
             return "clang failed: " + " ".join(proc.stderr.splitlines()[:3])
         return exe
 
-    def run(self, exe: Path, repeats: int, dump: Path | None) -> Run:
-        """Run `exe` (timed kernel runs, optional output dump) with a timeout."""
+    def run(self, exe: Path, repeats: int, dump: Path | None, cutoff: float | None = None) -> Run:
+        """Run `exe` (timed kernel runs, optional output dump, optional cut-off) with a timeout."""
         env = {**os.environ, "OMP_NUM_THREADS": str(self.threads)}
-        args = [str(exe), str(repeats)] + ([str(dump)] if dump else [])
+        args = [str(exe), str(repeats), str(dump) if dump else "-"] + ([repr(float(cutoff))] if cutoff else [])
         self.runs += 1
         try:
             proc = subprocess.run(args, capture_output=True, text=True, timeout=self.timeout, env=env)
@@ -113,14 +117,15 @@ class Measurer:
         if proc.returncode != 0:
             return Run(False, error=f"exit code {proc.returncode}: {proc.stderr.strip()[:200]}")
         seconds = float(proc.stdout.split("seconds", 1)[1].split()[0])
-        return Run(True, seconds, dump=dump)
+        return Run(True, seconds, dump=dump, cut="\ncut " in proc.stdout)
 
-    def build_and_run(self, prog: Program, schedule: Schedule, flags: list[str], repeats: int) -> Run:
+    def build_and_run(self, prog: Program, schedule: Schedule, flags: list[str], repeats: int,
+                      cutoff: float | None = None) -> Run:
         stem = make_key(prog.hash(), schedule.key(), flags)[:20]
         exe = self.compile(program_c(prog, schedule), flags, stem)
         if isinstance(exe, str):
             return Run(False, error=exe)
-        return self.run(exe, repeats, self.workdir / f"{stem}.out")
+        return self.run(exe, repeats, self.workdir / f"{stem}.out", cutoff)
 
     def reference(self, prog: Program) -> Path:
         """The reference output of `prog` (original schedule, -O3), made once per process; its
@@ -136,8 +141,10 @@ class Measurer:
             self._refs[prog.hash()] = ref.dump
         return self._refs[prog.hash()]
 
-    def _cached(self, key: str, compute) -> dict:
+    def _cached(self, key: str, compute, cutoff: float | None = None) -> dict:
         hit = self.cache.get(key)
+        if hit is not None and hit.get("cut") and not (cutoff and hit["seconds"] >= cutoff):
+            hit = None  # a cut time answers only questions whose cut-off it already exceeds
         if hit is not None:
             self.hits += 1
             return hit
@@ -147,18 +154,21 @@ class Measurer:
             self.cache.put(key, result)
         return result
 
-    def _checked(self, prog: Program, schedule: Schedule, flags: list[str]) -> dict:
+    def _checked(self, prog: Program, schedule: Schedule, flags: list[str], cutoff: float | None = None) -> dict:
         reference = self.reference(prog)
-        got = self.build_and_run(prog, schedule, flags, self.repeats)
+        got = self.build_and_run(prog, schedule, flags, self.repeats, cutoff)
         if not got.ok:
             return {"ok": False, "error": got.error}
-        error = compare_outputs(prog, reference, got.dump)
-        return {"ok": False, "error": error} if error else {"ok": True, "seconds": got.seconds}
+        if error := compare_outputs(prog, reference, got.dump):
+            return {"ok": False, "error": error}
+        return {"ok": True, "seconds": got.seconds, **({"cut": True} if got.cut else {})}
 
-    def measure(self, prog: Program, schedule: Schedule) -> dict:
-        """{"ok": True, "seconds"} or {"ok": False, "error"}; correctness checked, memoized."""
+    def measure(self, prog: Program, schedule: Schedule, cutoff: float | None = None) -> dict:
+        """{"ok": True, "seconds"[, "cut"]} or {"ok": False, "error"}; correctness checked, memoized.
+        `cutoff` (seconds): stop timing at the first run slower than that (module docstring)."""
         flags = O3_FLAGS + (["-fopenmp"] if schedule.is_parallel(prog) else [])
-        return self._cached(self.key(prog, "schedule", schedule), lambda: self._checked(prog, schedule, flags))
+        return self._cached(self.key(prog, "schedule", schedule),
+                            lambda: self._checked(prog, schedule, flags, cutoff), cutoff)
 
     def baseline_o3(self, prog: Program) -> dict:
         """The original program with plain -O3: the unoptimized time of every speedup."""

@@ -51,6 +51,9 @@ KIND_ORDER = ("parallelization", "tiling", "interchange", "unrolling", "skewing"
 DEFAULT_WIDTH = 4
 DEFAULT_DEPTH = 4
 DEFAULT_MIN_GAIN = 0.01  # a schedule must be 1% faster than the best so far to replace it (timing noise)
+# A candidate's timing stops at its first run this many times slower than the best so far: a slow
+# schedule otherwise costs `repeats` of its own slow runs to learn only that it lost.
+CUT_FACTOR = 2.0
 
 
 @dataclass
@@ -151,7 +154,7 @@ class _Run:
 
     def measure(self, schedule: Schedule) -> float:
         """Seconds of `schedule` (inf when it failed); keeps the best."""
-        got = self.measurer.measure(self.prog, schedule)
+        got = self.measurer.measure(self.prog, schedule, cutoff=CUT_FACTOR * self.result.seconds)
         self.result.evaluations += 1
         if not got.get("ok"):
             return math.inf
@@ -204,9 +207,16 @@ def greedy(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, dept
     return beam(prog, measurer, budget_seconds, width=1, depth=depth, min_gain=min_gain, log=log)
 
 
+def _beam_model(prog: Program, measurer: Measurer, **options) -> SearchResult:
+    """Beam search scored by the learned cost model (llmopt.poly.costmodel.search; imports torch)."""
+    from llmopt.poly.costmodel.search import beam_model
+
+    return beam_model(prog, measurer, **options)
+
+
 Search = Callable[..., SearchResult]
 
 # name -> search(program, measurer, budget_seconds=..., log=None) -> SearchResult.
 # The RL agent (llmopt.poly.agent) joins with one line here, e.g. `"agent": _agent` where `_agent`
 # imports llmopt.poly.agent lazily; the CLI's --search and the bench's agent column then use it.
-SEARCHES: dict[str, Search] = {"beam": beam, "greedy": greedy}
+SEARCHES: dict[str, Search] = {"beam": beam, "greedy": greedy, "beam-model": _beam_model}

@@ -22,6 +22,7 @@ training, `cheap_measurer(repeats=3)` gives a faster, noisier reward than the 30
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,11 +35,13 @@ from llmopt.poly.actions import ACTIONS, NEXT
 from llmopt.poly.agent.state import EDGE_FEATURES, NODE_FEATURES, graph
 from llmopt.poly.agent.walk import Position, advance, legal_mask, start
 from llmopt.poly.measure import Measurer
-from llmopt.poly.program import Program
+from llmopt.poly.program import Program, ProgramError
 
 ProgramSource = Sequence[Program] | Callable[[np.random.Generator], Program]
 MAX_STEPS = 24
+MAX_DRAWS = 20  # programs drawn at reset before giving up on the generator
 FAILED_SPEEDUP = 0.9
+log = logging.getLogger(__name__)
 
 
 def cheap_measurer(cache: ResultCache | None = None, repeats: int = 3, timeout: float = 30.0) -> Measurer:
@@ -99,13 +102,21 @@ class PearlEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        self.program = (options or {}).get("program") or self._draw()
-        self.pos, self.steps, self.episode_return = start(), 0, 0.0
-        base = self._time(self.pos)
-        if base is None:
-            raise RuntimeError(f"program {self.program.name} cannot be measured as written")
-        self.base_seconds = self.seconds = base
-        return self._observe()
+        given = (options or {}).get("program")
+        # A drawn program that cannot run as written (a generator corner case, a timeout under load) is
+        # skipped, so one bad draw does not end a training run; a program the caller chose is an error.
+        for _ in range(1 if given else MAX_DRAWS):
+            self.program = given or self._draw()
+            self.pos, self.steps, self.episode_return = start(), 0, 0.0
+            try:
+                base = self._time(self.pos)
+            except ProgramError as err:
+                log.warning("skipping program %s: %s", self.program.name, err)
+                base = None
+            if base is not None:
+                self.base_seconds = self.seconds = base
+                return self._observe()
+        raise ProgramError(f"program {self.program.name} cannot be measured as written")
 
     def step(self, action):
         action = int(action)
