@@ -124,7 +124,7 @@ def loop_bounds(prog: Program, names: list[str], level: int, st: State) -> tuple
     return _memoized(key, compute)
 
 
-def _loop_flags(prog: Program, name: str, s: StmtSchedule) -> list[dict]:
+def loop_flags(prog: Program, name: str, s: StmtSchedule) -> list[dict]:
     """Per level of statement `name`: its affine row and what was done to it (tile, interchange...)."""
     stmt = prog.statement(name)
     parts = [(m[1], int(m[2])) if (m := _FLOOR.match(e)) else (e, 0) for e in s.loops]
@@ -203,7 +203,7 @@ def _loop_nodes(prog: Program, st: State, focus: set[str], nodes: list, edges: _
     """Adds one node per loop (shared loops once) and the nesting edges; returns each statement's
     innermost loop node."""
     ids: dict[tuple, int] = {}
-    flags = {n: _loop_flags(prog, n, st[n]) for n in st}
+    flags = {n: loop_flags(prog, n, st[n]) for n in st}
     innermost: dict[str, int] = {}
     for stmt in prog.statements:
         s = st[stmt.name]

@@ -1,0 +1,20 @@
+"""The Tiramisu cost model (paper 002, issue 16): predict a schedule's speedup, search with it.
+
+The modules, in the order data flows through them:
+
+- `data`: (program, schedule, measured speedup) rows from random programs and random legal
+  schedules, measured and memoized by `llmopt.poly.measure.Measurer`; resumable, parallel
+  (`python -m llmopt.poly.costmodel.data OUT --programs N ...`), `write_sample` for a committed sample;
+- `features`: a (program, schedule) as the model reads it: computation vectors (loop nest with
+  transformation tags, access matrices, operation counts) in the loop tree of the transformed
+  schedule (`featurize -> Tree`);
+- `model`: `CostModel` (computation embedding MLP, recursive LSTM loop embedding, regression head;
+  appendix A.1's sizes), `mape`, `save_model` / `load_model`, `predict(model, program, schedule)`;
+- `train`: split by program, MAPE + AdamW + one-cycle, checkpoints, resume
+  (`python -m llmopt.poly.costmodel.train DATA --out OUT`);
+- `search`: `beam_model`, beam search scored by the model with the best predictions verified by
+  execution: "beam-model" in `llmopt.poly.search.SEARCHES`.
+
+The evaluation against beam search with execution (results.json, scatter plot) is
+`eval/costmodel_eval.py`.  torch is imported by `model`, `train` and `search` only.
+"""

@@ -1,0 +1,279 @@
+"""Training data of the cost model: (program, schedule, measured speedup), as paper 002 §3 makes it.
+
+For each seed, `generator.random_program(seed)` is one program; `program_schedules` draws the
+identity and up to K-1 distinct random *legal* schedules of it (random walks over Pearl's 56
+actions, `llmopt.poly.agent.walk`), and the `Measurer` times each (outputs checked against the
+reference, memoized in the harness cache, so a re-run or another job asking the same question
+never compiles again).  speedup = untransformed -O3 time / schedule time.
+
+Output folder (`collect(out, ...)`; `python -m llmopt.poly.costmodel.data OUT --programs N ...`):
+
+    OUT/config.json                 what the numbers depend on (a resumed run must match it)
+    OUT/programs/SSS/SEED.jsonl     one finished program: one JSON row per measured schedule
+    OUT/failed.jsonl                programs that did not run as written (seed, error), skipped
+
+A program's file is written atomically (temporary file, then rename) only when all its schedules
+are measured, so the file is both its shard and its done marker: an interrupted job loses at most
+the programs in flight (their measurements stay in the cache), and a re-run skips every program
+that has a file, never writing a row twice.  Rows: `seed`, `hash` (program), `program` (its
+dict), `schedule` (`Schedule.to_list()`), `seconds`, `baseline_seconds`, `speedup`.
+
+Programs run in parallel over `workers` processes, each with its own Measurer on the one SQLite
+cache.  Timings share the machine: keep workers * threads at most the number of cores, or the
+speedups are noisy.  The random walks are seeded per program (seed, K), so the same command gives
+the same schedules.  `write_sample(OUT, DEST, rows)` copies the first finished programs (a few
+hundred rows) to a committed sample folder with a card.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from llmopt.errors import LlmoptError, UsageError
+
+DATA_VERSION = 1
+WALK_STEPS = (1, 6)  # transformations per random schedule (Pearl's episodes and the beam depth: 4)
+P_NEXT = 0.25  # chance of moving on to the next branch instead of transforming this one
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Settings the rows depend on (saved in config.json; a resumed job must use the same)."""
+
+    schedules_per_program: int = 32
+    repeats: int = 10
+    threads: int = 2
+    small: bool = False
+    version: int = DATA_VERSION
+
+
+def _random_action(legality, pos, rng: random.Random) -> int | None:
+    """A uniformly random legal transformation (not Next) on the targeted branch, or None.
+
+    The first legal action of a random permutation is uniform over the legal ones, the same draw as
+    sampling from `walk.legal_mask`, without checking all 55 when an early one is legal.
+    """
+    from llmopt.poly.actions import ACTIONS, NEXT, transform
+    from llmopt.poly.agent.walk import ONCE, target
+
+    stmt = target(legality.prog, pos)
+    done = {t.kind for t in pos.schedule.transforms if t.stmt == stmt}
+    order = [a for a in range(len(ACTIONS)) if a != NEXT and not (ACTIONS[a].kind in done and ACTIONS[a].kind in ONCE)]
+    rng.shuffle(order)
+    return next((a for a in order if legality.allows(pos.schedule, transform(ACTIONS[a], stmt))), None)
+
+
+def random_schedule(prog, legality, rng: random.Random, steps: int):
+    """A walk of up to `steps` legal transformations, branch by branch (Next with prob. P_NEXT)."""
+    from llmopt.poly.actions import NEXT
+    from llmopt.poly.agent.walk import advance, start
+
+    pos, done = start(), 0
+    for _ in range(4 * steps):
+        action = None if rng.random() < P_NEXT else _random_action(legality, pos, rng)
+        if action is None:
+            pos, last = advance(prog, pos, NEXT)
+            if last:
+                break
+            continue
+        pos, _ = advance(prog, pos, action)
+        done += 1
+        if done >= steps:
+            break
+    return pos.schedule
+
+
+def program_schedules(prog, legality, count: int, seed: int) -> list:
+    """The identity and up to `count - 1` distinct random legal schedules (distinct loop states)."""
+    from llmopt.poly.schedule import Schedule, state
+
+    rng = random.Random(f"llmopt-costmodel/{seed}/{count}")
+    out, seen = [Schedule()], {state_key(state(prog, Schedule()))}
+    for _ in range(4 * count):
+        if len(out) >= count:
+            break
+        sched = random_schedule(prog, legality, rng, rng.randint(*WALK_STEPS))
+        key = state_key(state(prog, sched))
+        if key not in seen:
+            seen.add(key)
+            out.append(sched)
+    return out
+
+
+def state_key(st) -> tuple:
+    """What the emitted code depends on: betas, loop expressions, parallel marks, unroll factors."""
+    return tuple((n, tuple(s.betas), tuple(s.loops), tuple(sorted(s.parallel)), s.unroll) for n, s in sorted(st.items()))
+
+
+_worker: dict = {}
+
+
+def _init_worker(cache_path: str | None, cfg: DataConfig) -> None:
+    """One Measurer per worker process, on the shared cache (None: a private scratch cache)."""
+    from llmopt.harness.cache import open_cache, scratch_cache
+    from llmopt.poly.measure import Measurer
+
+    cache = (open_cache(cache_path) if cache_path else None) or scratch_cache()
+    _worker["measurer"] = Measurer(cache, repeats=cfg.repeats, threads=cfg.threads)
+    _worker["cfg"] = cfg
+
+
+def measure_program(seed: int) -> dict:
+    """{"seed", "rows": [...], "error"} for one random program (runs in a worker)."""
+    from llmopt.poly.generator import random_program
+    from llmopt.poly.program import ProgramError
+
+    measurer, cfg = _worker["measurer"], _worker["cfg"]
+    prog = random_program(seed, cfg.small)
+    try:
+        base = measurer.baseline_o3(prog)["seconds"]
+    except ProgramError as err:
+        return {"seed": seed, "rows": [], "error": str(err)}
+    rows = []
+    for sched in program_schedules(prog, measurer.legality(prog), cfg.schedules_per_program, seed):
+        got = measurer.measure(prog, sched)
+        if got.get("ok") and got["seconds"] > 0:
+            rows.append({"seed": seed, "hash": prog.hash(), "program": prog.to_dict(), "schedule": sched.to_list(),
+                         "seconds": got["seconds"], "baseline_seconds": base, "speedup": base / got["seconds"]})
+    return {"seed": seed, "rows": rows, "error": None}
+
+
+def program_file(out: Path, seed: int) -> Path:
+    return out / "programs" / f"{seed // 1000:03d}" / f"{seed:07d}.jsonl"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _record(out: Path, result: dict) -> None:
+    """Write one finished program (its file is its done marker; failures also go to failed.jsonl)."""
+    if result["error"]:
+        with (out / "failed.jsonl").open("a") as f:
+            f.write(json.dumps({"seed": result["seed"], "error": result["error"]}) + "\n")
+    write_atomic(program_file(out, result["seed"]), "".join(json.dumps(r) + "\n" for r in result["rows"]))
+
+
+def _check_config(out: Path, cfg: DataConfig) -> None:
+    """Save config.json, or check that a resumed job uses the settings it was started with."""
+    path = out / "config.json"
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old != asdict(cfg):
+            raise UsageError(f"{out} was collected with {old}; rerun with those settings or use a new folder")
+    else:
+        write_atomic(path, json.dumps(asdict(cfg), indent=1) + "\n")
+
+
+def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = DataConfig(), workers: int = 1,
+            cache_path: str | None = None, progress: bool = True) -> int:
+    """Measure every seed's program that has no file in `out` yet; returns the rows written now."""
+    from tqdm import tqdm
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_config(out, cfg)
+    todo = [s for s in seeds if not program_file(out, s).exists()]
+    written = 0
+    bar = tqdm(total=len(seeds), initial=len(seeds) - len(todo), unit="program", disable=not progress)
+    with ProcessPoolExecutor(max(1, workers), initializer=_init_worker, initargs=(cache_path, cfg)) as pool:
+        pending, queue = set(), list(reversed(todo))
+        while queue or pending:
+            while queue and len(pending) < 2 * max(1, workers):
+                pending.add(pool.submit(measure_program, queue.pop()))
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                result = fut.result()
+                _record(out, result)
+                written += len(result["rows"])
+                bar.update(1)
+                bar.set_postfix(rows=written)
+    bar.close()
+    return written
+
+
+def load_rows(data: str | os.PathLike) -> list[dict]:
+    """Every row of a collected folder (programs in seed order), or of a sample's samples.jsonl."""
+    data = Path(data)
+    files = [data] if data.is_file() else sorted(data.glob("programs/*/*.jsonl")) or sorted(data.glob("*.jsonl"))
+    if not files:
+        raise UsageError(f"no cost-model data in {data}: collect it with `python -m llmopt.poly.costmodel.data "
+                         f"{data} --programs N`")
+    return [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
+
+
+def write_sample(data: str | os.PathLike, dest: str | os.PathLike, rows: int = 300) -> int:
+    """Copy whole programs (seed order) from `data` until `rows` rows: DEST/samples.jsonl + README.md."""
+    data, dest = Path(data), Path(dest)
+    picked: list[dict] = []
+    for f in sorted(data.glob("programs/*/*.jsonl")):
+        if len(picked) >= rows:
+            break
+        picked += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    cfg = json.loads((data / "config.json").read_text())
+    write_atomic(dest / "samples.jsonl", "".join(json.dumps(r) + "\n" for r in picked))
+    write_atomic(dest / "README.md", _card(cfg, picked))
+    return len(picked)
+
+
+def _card(cfg: dict, rows: list[dict]) -> str:
+    programs = len({r["seed"] for r in rows})
+    return f"""# poly-costmodel-sample
+
+A committed sample of the cost model's training data (issue 16): {len(rows)} measured schedules of
+{programs} random affine programs (`llmopt.poly.generator.random_program(seed)`, seeds in `seed`).
+One JSON row per schedule: `seed`, `hash`, `program` (program dict, `llmopt.poly.program`),
+`schedule` (`Schedule.from_list`), `seconds` (min of {cfg['repeats']} runs, {cfg['threads']} OpenMP
+threads, outputs checked), `baseline_seconds` (untransformed -O3), `speedup` = baseline / seconds.
+Timings are of the machine that collected them (see `llmopt.poly.measure.machine_id`).
+
+Rebuild the full set (about 50,000 schedules) with one command:
+
+    python -m llmopt.poly.costmodel.data runs/costmodel-data --programs 1700 \\
+        --schedules-per-program {cfg['schedules_per_program']} --repeats {cfg['repeats']} --workers 1
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m llmopt.poly.costmodel.data", description=__doc__.split("\n")[0])
+    p.add_argument("out", help="output folder (resumes when it exists)")
+    p.add_argument("--programs", type=int, default=100, help="random programs: seeds FIRST..FIRST+N-1")
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--schedules-per-program", type=int, default=DataConfig.schedules_per_program)
+    p.add_argument("--repeats", type=int, default=DataConfig.repeats, help="timed runs per schedule (minimum kept)")
+    p.add_argument("--threads", type=int, default=DataConfig.threads, help="OpenMP threads of a run")
+    p.add_argument("--workers", type=int, default=1, help="programs measured at once (processes)")
+    p.add_argument("--small", action="store_true", help="test-size programs (microseconds)")
+    p.add_argument("--cache", default=None, help="timing cache (default: poly.sqlite in the llmopt cache folder)")
+    p.add_argument("--sample", metavar="DEST", help="then copy a small sample (--sample-rows) to DEST")
+    p.add_argument("--sample-rows", type=int, default=300)
+    args = p.parse_args(argv)
+    if args.programs < 1 or args.schedules_per_program < 1 or args.repeats < 1 or args.workers < 1:
+        raise UsageError("--programs, --schedules-per-program, --repeats and --workers must be at least 1")
+    from llmopt.harness.cache import DEFAULT_CACHE_DIR
+
+    cfg = DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small)
+    cache = args.cache or str(DEFAULT_CACHE_DIR / "poly.sqlite")
+    rows = collect(args.out, range(args.first_seed, args.first_seed + args.programs), cfg, args.workers, cache)
+    print(f"{rows} new rows in {args.out}")
+    if args.sample:
+        print(f"sample: {write_sample(args.out, args.sample, args.sample_rows)} rows in {args.sample}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except LlmoptError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(getattr(err, "exit_code", 2))

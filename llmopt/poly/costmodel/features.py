@@ -1,0 +1,165 @@
+"""The cost model's view of a (program, schedule): computation vectors in a loop tree (paper 002, §4.1-4.2).
+
+Tiramisu represents a transformed program as a tree whose leaves are *computation vectors* and
+whose inner nodes are loops (Figure 1b); the transformations are not a separate input, they are
+written onto the loops they changed (Table 1).  `featurize(program, schedule) -> Tree` does the
+same on the *transformed* schedule (`llmopt.poly.schedule.state`), so tiling deepens the tree,
+fusion merges two subtrees, and interchange, skewing, reversal, parallelization and unrolling show
+up as tags and affine rows of the loops they touched.
+
+A computation vector (`COMP_FEATURES` floats) is, in order:
+
+- loop nest vector: for each of the computation's loops, outermost first, padded to `MAX_LOOPS`
+  (paper n = 7; 4 original levels + 2 tile levels fit in 8): present, lower / upper bound and
+  extent (exact, by isl), reduction tag (the loop's iterator is not in the write's subscripts),
+  tile loop / point loop tags and the tile size, parallel tag, unrolled tag and factor,
+  interchanged, skewed and reversed tags, how many computations share the loop, and the loop's
+  affine row over the computation's iterators (which original loop it runs, after skewing);
+- assignment vector: the write and then the distinct reads, padded to `MAX_ACCESSES` (paper m = 21;
+  our generator draws at most 4 accesses, the benchmarks up to 10): the access matrix (rows = tensor
+  dimensions, columns = iterator coefficients, constant, quasi-affine flag), the buffer id, whether
+  it is the written buffer, the buffer's extents;
+- operation counts of the right-hand side (subscripts excluded): +, -, *, /, math calls, reads,
+  distinct reads, reduction (`+=`), element type, original depth.
+
+Numbers with a large range (bounds, extents, factors, counts) are log-transformed the way the paper
+asks (`llmopt.poly.agent.state.squash`: sign * log2(1 + |x|) / 16); tags are 0/1.  The access
+matrices, bounds and loop tags come from the Pearl agent's state features
+(`llmopt.poly.agent.state`), memoized per program, so both learners read a program the same way.
+
+`Tree.structure` is the loop tree as nested tuples: a loop is `("L", child, ...)`, a computation
+its index in `Tree.comps`; the root is a virtual loop around the top-level nests.  Samples whose
+structure is equal can be batched (`model.CostModel` recurses once per structure).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from llmopt.poly.agent.state import (
+    MATRIX,
+    MAX_ITERS,
+    MAX_RANK,
+    access_matrix,
+    loop_bounds,
+    loop_flags,
+    squash,
+)
+from llmopt.poly.program import Program, Statement
+from llmopt.poly.schedule import Schedule, State, state
+
+MAX_LOOPS = 8
+MAX_ACCESSES = 12
+MAX_BUFFERS = 16
+LOOP_FEATURES = 15 + MAX_ITERS
+ACCESS_FEATURES = MATRIX + 3 + MAX_RANK
+OP_FEATURES = 10
+COMP_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES
+
+_SUBSCRIPT = re.compile(r"\[[^\[\]]*\]")
+_CALL = re.compile(r"\b[a-z_]\w*\s*\(")
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One (program, schedule) as the model reads it: `comps` [n_statements, COMP_FEATURES] (program
+    order) and `structure` (nested tuples, module docstring)."""
+
+    comps: np.ndarray
+    structure: tuple
+
+
+def _children(st: State, prefix: tuple[int, ...], names: list[str]) -> tuple:
+    """The node whose statements agree on `prefix` (betas of the loops above): its loops and
+    computations, ordered by the next beta."""
+    level = len(prefix)
+    items: list[tuple[int, object]] = []
+    loops: dict[int, list[str]] = {}
+    for n in names:
+        s = st[n]
+        if s.depth == level:
+            items.append((s.betas[level], n))
+        else:
+            loops.setdefault(s.betas[level], []).append(n)
+    for beta, inside in loops.items():
+        items.append((beta, ("L", *_children(st, prefix + (beta,), inside))))
+    return tuple(child for _, child in sorted(items, key=lambda pair: pair[0]))
+
+
+def loop_tree(prog: Program, st: State) -> tuple:
+    """The loop tree of a replayed schedule (computations by index in program order)."""
+    index = {s.name: k for k, s in enumerate(prog.statements)}
+
+    def number(node):
+        return index[node] if isinstance(node, str) else tuple(number(c) if c != "L" else c for c in node)
+
+    return ("L", *(number(c) for c in _children(st, (), list(st))))
+
+
+def _write_iterators(prog: Program, stmt: Statement) -> set[int]:
+    """Indices of the iterators that appear in the write's subscripts."""
+    mat = access_matrix(prog, stmt, stmt.write(set(prog.tensors)))
+    row = MAX_ITERS + 2
+    return {k for r in range(MAX_RANK) for k in range(MAX_ITERS) if mat[r * row + k] != 0}
+
+
+def _loop_vector(prog: Program, st: State, name: str) -> list[float]:
+    """The loop nest vector of one computation (module docstring), padded to MAX_LOOPS."""
+    s, stmt = st[name], prog.statement(name)
+    written = _write_iterators(prog, stmt)
+    out: list[float] = []
+    for level, flags in enumerate(loop_flags(prog, name, s)[:MAX_LOOPS]):
+        names = [n for n, o in st.items() if o.depth > level and o.betas[: level + 1] == s.betas[: level + 1]]
+        lo, hi = loop_bounds(prog, names, level, st)
+        used = {k for k, c in enumerate(flags["row"]) if c != 0}
+        tags = [flags["tile"] > 0, flags["point"], flags["parallel"], flags["unroll"] > 1, flags["interchanged"],
+                flags["skewed"], flags["reversed"], bool(used) and not used & written]
+        out += [1.0, squash(lo), squash(hi), squash(hi - lo + 1), squash(flags["tile"]), squash(flags["unroll"]),
+                squash(len(names))] + [float(t) for t in tags] + list(flags["row"])
+    return out + [0.0] * (MAX_LOOPS * LOOP_FEATURES - len(out))
+
+
+def _access_vector(prog: Program, stmt: Statement) -> list[float]:
+    """The assignment vector: write then distinct reads, each matrix + buffer id/flags/extents."""
+    names = set(prog.tensors)
+    order = list(prog.tensors)
+    write = stmt.write(names)
+    accesses = [write] + list({a.isl(): a for a in stmt.reads(names)}.values())
+    out: list[float] = []
+    for acc in accesses[:MAX_ACCESSES]:
+        shape = [squash(_extent(e, prog.params)) for e in prog.tensors[acc.tensor].shape][:MAX_RANK]
+        out += access_matrix(prog, stmt, acc) + [1.0, order.index(acc.tensor) / MAX_BUFFERS,
+                                                 float(acc.tensor == write.tensor)]
+        out += shape + [0.0] * (MAX_RANK - len(shape))
+    return out + [0.0] * (MAX_ACCESSES * ACCESS_FEATURES - len(out))
+
+
+def _extent(expr: str, params: dict[str, int]) -> float:
+    return float(eval(expr, {"__builtins__": {}}, dict(params)))  # checked arithmetic (program.validate)
+
+
+def _op_vector(prog: Program, stmt: Statement) -> list[float]:
+    """Operation counts of the right-hand side, outside subscripts (offsets are not arithmetic)."""
+    names = set(prog.tensors)
+    rhs = stmt.body.split("=", 1)[1] if "=" in stmt.body else stmt.expr
+    bare = _SUBSCRIPT.sub("", rhs)
+    reads = stmt.reads(names)
+    counts = [bare.count("+"), bare.count("-"), bare.count("*"), bare.count("/"), len(_CALL.findall(bare)),
+              len(reads), len({a.isl() for a in reads})]
+    reduction = float(re.match(r"^[^=]*[-+*/]=", stmt.body) is not None)
+    double = float(prog.tensors[stmt.write(names).tensor].dtype == "double")
+    return [squash(c) for c in counts] + [reduction, double, squash(len(stmt.iterators))]
+
+
+def comp_vector(prog: Program, st: State, stmt: Statement) -> list[float]:
+    return _loop_vector(prog, st, stmt.name) + _access_vector(prog, stmt) + _op_vector(prog, stmt)
+
+
+def featurize(prog: Program, schedule: Schedule) -> Tree:
+    """The model's input for `schedule` of `prog` (module docstring); ScheduleError if it does not apply."""
+    st = state(prog, schedule)
+    comps = np.array([comp_vector(prog, st, s) for s in prog.statements], dtype=np.float32)
+    return Tree(comps, loop_tree(prog, st))

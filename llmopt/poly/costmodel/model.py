@@ -1,0 +1,180 @@
+"""The Tiramisu cost model (paper 002, §4.4 and appendix A.1): speedup of a schedule, predicted.
+
+Three layers, as in Figure 2:
+
+1. computation embedding: an MLP maps each computation vector (`features.COMP_FEATURES`) to an
+   embedding of `embed` floats (A.1: 1235 -> 600 -> 350 -> 200 -> 180);
+2. recursive loop embedding: bottom-up over the loop tree of the transformed schedule, each loop's
+   *loop embedding unit* runs one LSTM over the embeddings of the computations directly in it and a
+   second LSTM over the embeddings of its child loops, and merges the two final hidden states with
+   a feed-forward layer (A.1: 360 -> 200 -> 180); the virtual root's embedding is the program's;
+3. regression: an MLP (A.1: 180 -> 200 -> 180 -> 1) gives log(speedup); the model returns its
+   exponential, so a prediction is positive by construction and the MAPE loss sees speedups.
+
+Every layer is followed by ELU and dropout 0.225 (A.1), weights are Glorot-initialized.  The sizes
+are the paper's (about 1.3 M parameters, cheap enough for a CPU; `ModelConfig.tiny()` is a small
+version for tests).  A batch holds samples of one tree structure (A.1 batches transformations of
+one program for the same reason): their computation vectors are stacked and the recursion runs
+once for the whole batch.
+
+`save_model` / `load_model` keep the weights with their config and metadata; `predict(model,
+program, schedule)` and `predict_many` answer the speedup over the untransformed program.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from llmopt.errors import LlmoptError
+from llmopt.poly.costmodel.features import COMP_FEATURES, Tree, featurize
+from llmopt.poly.program import Program
+from llmopt.poly.schedule import Schedule
+
+MODEL_VERSION = 1
+MAX_LOG_SPEEDUP = 8.0  # |log speedup| softly capped (tanh) near exp(8) ~ 3000x: exp() stays finite, gradients live
+
+
+class CostModelError(LlmoptError):
+    """A cost model file that is missing or unreadable: the message says which and what to do."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    comp_features: int = COMP_FEATURES
+    comp_layers: tuple[int, ...] = (600, 350, 200)
+    embed: int = 180
+    loop_layers: tuple[int, ...] = (200,)
+    head_layers: tuple[int, ...] = (200, 180)
+    dropout: float = 0.225
+
+    @staticmethod
+    def tiny() -> ModelConfig:
+        """A small model for tests: same architecture, ~1/100 of the parameters."""
+        return ModelConfig(comp_layers=(64,), embed=32, loop_layers=(32,), head_layers=(32,), dropout=0.0)
+
+
+def mlp(sizes: Sequence[int], dropout: float, last_plain: bool = False) -> nn.Sequential:
+    """Linear layers, each followed by ELU and dropout (A.1); `last_plain` leaves the last one bare."""
+    layers: list[nn.Module] = []
+    for k, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        layers.append(nn.Linear(a, b))
+        if not (last_plain and k == len(sizes) - 2):
+            layers += [nn.ELU(), nn.Dropout(dropout)]
+    return nn.Sequential(*layers)
+
+
+class CostModel(nn.Module):
+    """Computation embedding -> recursive loop embedding -> regression (module docstring)."""
+
+    def __init__(self, cfg: ModelConfig = ModelConfig()):
+        super().__init__()
+        self.cfg = cfg
+        e = cfg.embed
+        self.comp = mlp([cfg.comp_features, *cfg.comp_layers, e], cfg.dropout)
+        self.comp_lstm = nn.LSTM(e, e, batch_first=True)
+        self.loop_lstm = nn.LSTM(e, e, batch_first=True)
+        self.merge = mlp([2 * e, *cfg.loop_layers, e], cfg.dropout)
+        self.head = mlp([e, *cfg.head_layers, 1], cfg.dropout, last_plain=True)
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.xavier_uniform_(p)
+            else:
+                nn.init.zeros_(p)
+        nn.init.zeros_(self.head[-1].weight)  # start at speedup 1 (exp(0)) everywhere: MAPE 1 at worst
+
+    def _summary(self, lstm: nn.LSTM, items: list[torch.Tensor], batch: int, like: torch.Tensor) -> torch.Tensor:
+        """Final hidden state of `lstm` over `items` (each [B, E]); zeros when there are none."""
+        if not items:
+            return like.new_zeros(batch, self.cfg.embed)
+        _, (h, _) = lstm(torch.stack(items, dim=1))
+        return h[-1]
+
+    def _loop(self, node: tuple, comps: torch.Tensor) -> torch.Tensor:
+        """The loop embedding of `node` ([B, E]): LSTMs over its computations and child loops, merged."""
+        mine = [comps[:, c] for c in node[1:] if isinstance(c, int)]
+        loops = [self._loop(c, comps) for c in node[1:] if not isinstance(c, int)]
+        h_comp = self._summary(self.comp_lstm, mine, comps.shape[0], comps)
+        h_loop = self._summary(self.loop_lstm, loops, comps.shape[0], comps)
+        return self.merge(torch.cat([h_comp, h_loop], dim=-1))
+
+    def log_speedup(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:
+        """comps [B, n, COMP_FEATURES] of B samples sharing `structure` -> log speedup [B]."""
+        program = self._loop(structure, self.comp(comps))
+        return MAX_LOG_SPEEDUP * torch.tanh(self.head(program).squeeze(-1) / MAX_LOG_SPEEDUP)
+
+    def forward(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:
+        """Predicted speedups [B] (positive)."""
+        return torch.exp(self.log_speedup(comps, structure))
+
+
+def mape(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean absolute percentage error, as a fraction (the paper's loss and metric)."""
+    return ((pred - target).abs() / target.clamp_min(1e-9)).mean()
+
+
+def group(trees: Sequence[Tree]) -> dict[tuple, list[int]]:
+    """Sample indices by tree structure (what one forward pass can batch)."""
+    out: dict[tuple, list[int]] = {}
+    for k, t in enumerate(trees):
+        out.setdefault(t.structure, []).append(k)
+    return out
+
+
+@torch.no_grad()
+def predict_trees(model: CostModel, trees: Sequence[Tree]) -> np.ndarray:
+    """Predicted speedups of featurized samples, in order (eval mode, batched by structure)."""
+    model.eval()
+    device = next(model.parameters()).device
+    out = np.zeros(len(trees))
+    for structure, idx in group(trees).items():
+        comps = torch.from_numpy(np.stack([trees[k].comps for k in idx])).to(device)
+        out[idx] = model(comps, structure).cpu().numpy()
+    return out
+
+
+def predict_many(model: CostModel, prog: Program, schedules: Sequence[Schedule]) -> np.ndarray:
+    """Predicted speedup over the untransformed program of each schedule of `prog`."""
+    return predict_trees(model, [featurize(prog, s) for s in schedules])
+
+
+def predict(model: CostModel, prog: Program, schedule: Schedule) -> float:
+    """Predicted speedup of `schedule` over the untransformed `prog` (no compiling, no running)."""
+    return float(predict_many(model, prog, [schedule])[0])
+
+
+def save_model(model: CostModel, path: str | os.PathLike, meta: dict | None = None) -> None:
+    """Weights, config and metadata (split, metrics) in one file, written atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save({"version": MODEL_VERSION, "config": dataclasses.asdict(model.cfg),
+                "state": model.state_dict(), "meta": meta or {}}, tmp)
+    os.replace(tmp, path)
+
+
+def load_model(path: str | os.PathLike, device: str = "cpu") -> tuple[CostModel, dict]:
+    """(model in eval mode, its metadata); CostModelError with what to do when the file is not there."""
+    path = Path(path)
+    if not path.is_file():
+        raise CostModelError(f"no cost model at {path}: train one with `python -m llmopt.poly.costmodel.train "
+                             f"DATA --out {path.parent}` or pass --cost-model PATH")
+    try:
+        blob = torch.load(path, map_location=device, weights_only=False)
+        cfg = ModelConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["config"].items()})
+        model = CostModel(cfg).to(device)
+        model.load_state_dict(blob["state"])
+    except (OSError, RuntimeError, KeyError, TypeError, EOFError) as err:
+        raise CostModelError(f"cannot read cost model {path}: {err}") from None
+    if cfg.comp_features != COMP_FEATURES:
+        raise CostModelError(f"cost model {path} reads {cfg.comp_features} features, this llmopt makes "
+                             f"{COMP_FEATURES}: retrain it")
+    model.eval()
+    return model, blob.get("meta", {})

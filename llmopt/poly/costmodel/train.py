@@ -1,0 +1,256 @@
+"""Training the cost model (paper 002, appendix A.1): MAPE loss, AdamW, one-cycle learning rate.
+
+The split is by *program*, never by schedule (paper §5: 60 / 20 / 20): a program's hash decides
+whether all its schedules train, validate or test, so the test MAPE measures the model on programs
+it never saw.  Measured speedups below `MIN_SPEEDUP` (0.01) count as 0.01 in training and in every
+reported MAPE: MAPE divides by the target, and a few 1000x slowdowns would otherwise decide the loss.  Batches hold up to `batch_size` schedules of one program with one loop-tree
+structure (A.1 groups a batch by program; here it also lets one forward pass serve the batch).
+
+Each epoch ends with the validation MAPE and an atomic checkpoint, `OUT/last.pt` (model,
+optimizer, scheduler, epoch, history); the best model by validation MAPE is `OUT/costmodel.pt`
+(`model.load_model`), with the split and the metrics in its metadata.  Running the same command
+again resumes from `last.pt`; a finished run only re-reports its test MAPE.  CPU by default;
+`--device cuda` trains on a GPU.
+
+    python -m llmopt.poly.costmodel.train DATA --out OUT [--epochs 300] [--device cuda]
+
+`predict(model, program, schedule)` (from `model`) answers the speedup of one schedule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from llmopt.errors import LlmoptError, UsageError
+from llmopt.poly.costmodel.data import load_rows
+from llmopt.poly.costmodel.features import Tree, featurize
+from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public answer, re-exported)
+    CostModel,
+    ModelConfig,
+    mape,
+    predict,
+    predict_trees,
+    save_model,
+)
+from llmopt.poly.program import program_from_dict
+from llmopt.poly.schedule import Schedule
+
+SPLITS = ("train", "validation", "test")
+# Targets below this are raised to it (train and test alike): a schedule 100x slower than the original
+# is as useless as one 1000x slower, and MAPE on a 0.001x target would outweigh every other sample.
+MIN_SPEEDUP = 0.01
+
+
+@dataclass
+class TrainConfig:
+    """A.1's training settings (epochs scaled down from ~700 for a CPU)."""
+
+    epochs: int = 300
+    batch_size: int = 32
+    max_lr: float = 1e-3
+    weight_decay: float = 0.0075
+    fractions: tuple[float, float] = (0.6, 0.2)  # train, validation; the rest tests
+    seed: int = 0
+    device: str = "cpu"
+    threads: int = 1  # torch CPU threads: more only spin against each other on a shared, busy machine
+    model: ModelConfig = field(default_factory=ModelConfig)
+
+
+def split_of(program_hash: str, fractions: tuple[float, float], seed: int = 0) -> str:
+    """"train" / "validation" / "test" for a program, from its hash alone (stable as data grows)."""
+    u = int(hashlib.sha256(f"{seed}/{program_hash}".encode()).hexdigest()[:12], 16) / 16**12
+    return SPLITS[0] if u < fractions[0] else SPLITS[1] if u < sum(fractions) else SPLITS[2]
+
+
+@dataclass
+class Dataset:
+    """Featurized samples of one split: trees, speedups, program hashes."""
+
+    trees: list[Tree] = field(default_factory=list)
+    speedups: list[float] = field(default_factory=list)
+    programs: list[str] = field(default_factory=list)
+
+
+def featurize_rows(rows: list[dict], cfg: TrainConfig, progress: bool = True) -> dict[str, Dataset]:
+    """Rows -> featurized datasets per split (programs parsed once each)."""
+    from tqdm import tqdm
+
+    out = {s: Dataset() for s in SPLITS}
+    progs: dict[str, object] = {}
+    for r in tqdm(rows, desc="features", unit="sample", disable=not progress):
+        prog = progs.setdefault(r["hash"], program_from_dict(r["program"]))
+        ds = out[split_of(r["hash"], cfg.fractions, cfg.seed)]
+        ds.trees.append(featurize(prog, Schedule.from_list(r["schedule"])))
+        ds.speedups.append(max(float(r["speedup"]), MIN_SPEEDUP))
+        ds.programs.append(r["hash"])
+    return out
+
+
+def batches(ds: Dataset, size: int, rng: np.random.Generator | None = None) -> list[list[int]]:
+    """Index lists of at most `size` samples of one (program, structure); shuffled when `rng` is given."""
+    groups: dict[tuple, list[int]] = {}
+    for k, (t, p) in enumerate(zip(ds.trees, ds.programs, strict=True)):
+        groups.setdefault((p, t.structure), []).append(k)
+    out = []
+    for idx in groups.values():
+        if rng is not None:
+            idx = list(rng.permutation(idx))
+        out += [idx[i: i + size] for i in range(0, len(idx), size)]
+    if rng is not None:
+        out = [out[i] for i in rng.permutation(len(out))]
+    return out
+
+
+def _tensors(ds: Dataset, idx: list[int], device: str) -> tuple[torch.Tensor, torch.Tensor, tuple]:
+    comps = torch.from_numpy(np.stack([ds.trees[k].comps for k in idx])).to(device)
+    target = torch.tensor([ds.speedups[k] for k in idx], dtype=torch.float32, device=device)
+    return comps, target, ds.trees[idx[0]].structure
+
+
+def evaluate(model: CostModel, ds: Dataset) -> float:
+    """MAPE (fraction) of the model on a dataset; nan when it is empty."""
+    if not ds.trees:
+        return math.nan
+    pred = predict_trees(model, ds.trees)
+    y = np.asarray(ds.speedups)
+    return float(np.mean(np.abs(pred - y) / y))
+
+
+def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng: np.random.Generator) -> float:
+    """One pass over the training set; the mean MAPE of its batches (weighted by size)."""
+    model.train()
+    total, seen = 0.0, 0
+    for idx in batches(ds, cfg.batch_size, rng):
+        comps, target, structure = _tensors(ds, idx, cfg.device)
+        loss = mape(model(comps, structure), target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        total += loss.item() * len(idx)
+        seen += len(idx)
+    return total / max(seen, 1)
+
+
+class Trainer:
+    """Model, optimizer (AdamW), one-cycle schedule and history; saved and resumed as one checkpoint."""
+
+    def __init__(self, cfg: TrainConfig, steps_per_epoch: int):
+        if cfg.device == "cpu":
+            torch.set_num_threads(cfg.threads)  # 2 threads on a busy 2-core machine run ~50x slower than 1
+        torch.manual_seed(cfg.seed)
+        self.cfg = cfg
+        self.model = CostModel(cfg.model).to(cfg.device)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.max_lr, weight_decay=cfg.weight_decay)
+        self.sched = torch.optim.lr_scheduler.OneCycleLR(self.opt, max_lr=cfg.max_lr,
+                                                         total_steps=max(1, cfg.epochs * steps_per_epoch))
+        self.epoch, self.best, self.history = 0, math.inf, []
+
+    def settings(self) -> dict:
+        """What a resumed run must share with the checkpoint (the one-cycle schedule spans all epochs)."""
+        return {"epochs": self.cfg.epochs, "batch_size": self.cfg.batch_size, "max_lr": self.cfg.max_lr,
+                "seed": self.cfg.seed, "fractions": list(self.cfg.fractions), "model": repr(self.cfg.model)}
+
+    def state(self) -> dict:
+        return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "sched": self.sched.state_dict(),
+                "epoch": self.epoch, "best": self.best, "history": self.history, "settings": self.settings()}
+
+    def load(self, blob: dict, where: Path) -> None:
+        if blob.get("settings") != self.settings():
+            raise UsageError(f"{where} was trained with {blob.get('settings')}; resume with those settings "
+                             "or train into a new --out folder")
+        self.model.load_state_dict(blob["model"])
+        self.opt.load_state_dict(blob["opt"])
+        self.sched.load_state_dict(blob["sched"])
+        self.epoch, self.best, self.history = blob["epoch"], blob["best"], blob["history"]
+
+
+def _checkpoint(path: Path, trainer: Trainer) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(trainer.state(), tmp)
+    os.replace(tmp, path)
+
+
+def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) -> dict:
+    return {"data": data, "fractions": list(cfg.fractions), "seed": cfg.seed, "history": history,
+            "programs": {s: sorted(set(sets[s].programs)) for s in SPLITS},
+            "samples": {s: len(sets[s].trees) for s in SPLITS}}
+
+
+def train(data: str | os.PathLike, out: str | os.PathLike, cfg: TrainConfig | None = None,
+          log=print, progress: bool = True) -> dict:
+    """Train (or resume) on the rows in `data`; returns {"mape_train", "mape_validation", "mape_test", ...}."""
+    cfg = cfg or TrainConfig()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sets = featurize_rows(load_rows(data), cfg, progress)
+    if not sets["train"].trees:
+        raise UsageError(f"{data}: no training programs after the split (collect more programs)")
+    trainer = Trainer(cfg, len(batches(sets["train"], cfg.batch_size)))
+    if (out / "last.pt").exists():
+        trainer.load(torch.load(out / "last.pt", map_location=cfg.device, weights_only=False), out / "last.pt")
+        log(f"resuming at epoch {trainer.epoch}")
+    rng = np.random.default_rng(cfg.seed + trainer.epoch)
+    while trainer.epoch < cfg.epochs:
+        loss = train_epoch(trainer.model, sets["train"], trainer.opt, trainer.sched, cfg, rng)
+        val = evaluate(trainer.model, sets["validation"])
+        trainer.epoch += 1
+        trainer.history.append({"epoch": trainer.epoch, "train_mape": loss, "val_mape": val})
+        score = val if not math.isnan(val) else loss
+        if score < trainer.best or not (out / "costmodel.pt").exists():
+            trainer.best = score
+            save_model(trainer.model, out / "costmodel.pt", _meta(sets, cfg, trainer.history, str(data)))
+        _checkpoint(out / "last.pt", trainer)
+        log(f"epoch {trainer.epoch}/{cfg.epochs}: train MAPE {loss:.3f}, validation MAPE {val:.3f}")
+    return _report(out, sets, cfg, log)
+
+
+def _report(out: Path, sets: dict[str, Dataset], cfg: TrainConfig, log) -> dict:
+    """MAPE of the best model on every split, saved to OUT/metrics.json."""
+    from llmopt.poly.costmodel.model import load_model
+
+    best, _ = load_model(out / "costmodel.pt", cfg.device)
+    metrics = {f"mape_{s}": evaluate(best, sets[s]) for s in SPLITS}
+    metrics.update(samples={s: len(sets[s].trees) for s in SPLITS},
+                   programs={s: len(set(sets[s].programs)) for s in SPLITS})
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    log(f"test MAPE {metrics['mape_test']:.3f} on {metrics['programs']['test']} held-out programs")
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m llmopt.poly.costmodel.train", description=__doc__.split("\n")[0])
+    p.add_argument("data", help="collected folder (llmopt.poly.costmodel.data) or a samples.jsonl")
+    p.add_argument("--out", default="runs/costmodel", help="checkpoints, costmodel.pt, metrics.json")
+    p.add_argument("--epochs", type=int, default=TrainConfig.epochs)
+    p.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
+    p.add_argument("--lr", type=float, default=TrainConfig.max_lr, help="one-cycle maximum learning rate")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--tiny", action="store_true", help="the small test model instead of A.1's sizes")
+    args = p.parse_args(argv)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
+    cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, max_lr=args.lr, seed=args.seed,
+                      device=args.device, threads=args.threads, model=ModelConfig.tiny() if args.tiny else ModelConfig())
+    print(json.dumps(train(args.data, args.out, cfg)))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except LlmoptError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(getattr(err, "exit_code", 2))
