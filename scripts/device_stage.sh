@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Make the working tree small enough to travel to the GPU machine (the device tool sends tracked and
+# untracked-not-ignored files, at most 64 MiB together), and put what training needs in `.device/`
+# (ignored; name it in the call's `carry`).
+#
+#   scripts/device_stage.sh stage [DATA_DIR]   # DATA_DIR defaults to data/llmopt-v3
+#   ... device run, carry [".device"], e.g.
+#       PYTHONPATH=. python3 -m training.cli training/configs/v3-small.json \
+#           --set data_dir=.device/data --set out_dir=/tmp/run ... ; then copy results under $OUT
+#   scripts/device_stage.sh restore            # put the moved folders back (always run it)
+#
+# Only the working tree changes: the moved folders stay committed, and `restore` moves them back
+# unchanged. Files that come back from $OUT are at most 16 MiB each (8 files): split a larger
+# checkpoint (`split -b 15M`) there and join it here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STASH="${LLMOPT_DEVICE_STASH:-/tmp/llmopt-device-stash}"
+# Tracked folders that training on the device does not need, largest first.
+BULKY=(data/llmopt-v3/work llmopt/model/default data/llmopt-csmith-pypi/work data/llmopt-pypi-v2/work)
+
+stage() {
+  local data="${1:-data/llmopt-v3}"
+  [[ -f "$data/train.parquet" ]] || { echo "no $data/train.parquet: write the dataset first" >&2; exit 2; }
+  grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
+  rm -rf .device/data && mkdir -p .device/data
+  cp "$data"/{train,validation,test}.parquet "$data/README.md" .device/data/
+  mkdir -p "$STASH"
+  for dir in "${BULKY[@]}"; do
+    if [[ -e "$dir" && ! -e "$STASH/$dir" ]]; then
+      mkdir -p "$STASH/$(dirname "$dir")" && mv "$dir" "$STASH/$dir"
+    fi
+  done
+  # Parquet files of other datasets are not needed there either.
+  for f in data/*/*.parquet; do
+    [[ -e "$f" ]] || continue
+    mkdir -p "$STASH/$(dirname "$f")" && mv "$f" "$STASH/$f"
+  done
+  local travels
+  travels=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  echo "staged: the tree that travels is $((travels / 1048576)) MiB (+ .device: $(du -sm .device | cut -f1) MiB);" \
+       "run scripts/device_stage.sh restore afterwards"
+}
+
+restore() {
+  [[ -d "$STASH" ]] || { echo "nothing staged"; return; }
+  (cd "$STASH" && find . -mindepth 1 -maxdepth 3 \( -name '*.parquet' -o -path './*/*/work' -o -path './llmopt/model/default' \) -print) |
+    while read -r rel; do
+      rel="${rel#./}"
+      mkdir -p "$(dirname "$rel")"
+      [[ -e "$rel" ]] || mv "$STASH/$rel" "$rel"
+    done
+  git status --short | grep -v '^??' | head -5 || true
+  echo "restored"
+}
+
+case "${1:-}" in
+  stage) shift; stage "$@" ;;
+  restore) restore ;;
+  *) echo "usage: $0 stage [DATA_DIR] | restore" >&2; exit 2 ;;
+esac
