@@ -27,13 +27,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from llmopt.errors import LlmoptError
+from eval.store import rows_of_earlier_run
+from llmopt.errors import LlmoptError, run_main
 from llmopt.harness.cache import DEFAULT_CACHE_DIR, open_cache, scratch_cache
 from llmopt.poly.benchmarks import NAMES, benchmark
 from llmopt.poly.costmodel.data import load_rows, program_schedules, write_atomic
@@ -202,7 +202,7 @@ def run_eval(cfg: EvalConfig, out: str | Path, log=print) -> dict:
     _, meta = load_model(cfg.model)
     mape, test_points = test_mape(cfg, meta)
     log(f"test MAPE {mape:.3f} on {len(test_points)} schedules of held-out programs")
-    done = _resume(out / "results.json", settings)
+    done = rows_of_earlier_run(out / "results.json", settings)
     rows: list[dict] = []
     for name in cfg.benchmarks or NAMES:
         rows.append(done[name] if name in done else bench_one(name, cfg, log))
@@ -212,14 +212,6 @@ def run_eval(cfg: EvalConfig, out: str | Path, log=print) -> dict:
     scatter(test_points, rows, out / "scatter.png")
     log(f"wrote {out / 'results.json'}, results.md, scatter.png")
     return summary
-
-
-def _resume(path: Path, settings: dict) -> dict[str, dict]:
-    try:
-        old = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return {r["benchmark"]: r for r in old.get("rows", [])} if old.get("config") == settings else {}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,8 +243,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except LlmoptError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(getattr(err, "exit_code", 2))
+    run_main(main)

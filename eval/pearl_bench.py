@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.store import rows_of_earlier_run
 from llmopt.harness.cache import scratch_cache
 from llmopt.poly.benchmarks import NAMES, benchmark
 from llmopt.poly.cli import times
@@ -157,21 +158,12 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def _resume(path: Path, settings: dict) -> dict[str, dict]:
-    """Rows of an earlier run with the same settings (benchmark -> row), else none."""
-    try:
-        old = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return {r["benchmark"]: r for r in old.get("rows", [])} if old.get("config") == settings else {}
-
-
 def run_bench(cfg: BenchConfig, out_dir: str | Path, log=print) -> dict:
     """Bench every benchmark of `cfg` (resuming finished ones), write bench.{json,md,png}; the summary."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     settings = cfg.settings()
-    done = _resume(out_dir / "bench.json", settings)
+    done = rows_of_earlier_run(out_dir / "bench.json", settings)
     rows: list[dict] = []
     for name in cfg.names or NAMES:
         rows.append(done[name] if name in done else bench_one(name, cfg, log))

@@ -49,3 +49,13 @@ class JsonlStore:
 def candidates_of(record: dict, metric: str = "instcount") -> list[metrics.Candidate]:
     """The measured candidates of a record, valued in `metric` (a list without that value failed)."""
     return [metrics.Candidate(c["passes"], c.get(metric), c.get("error"), c.get("score")) for c in record["samples"]]
+
+
+def rows_of_earlier_run(path: Path, settings: dict, key: str = "benchmark") -> dict[str, dict]:
+    """{row[key]: row} of the results file at `path` when it was written with the same `settings`, else {}:
+    a bench rerun with the same settings reuses its finished rows, a changed one starts over."""
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return {r[key]: r for r in old.get("rows", [])} if old.get("config") == settings else {}

@@ -27,3 +27,15 @@ def one_line(err: BaseException) -> str:
     text = str(err).strip() or type(err).__name__
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0] if len(lines) == 1 else f"{lines[0]} ({' '.join(lines[1:3])[:200]})"
+
+
+def run_main(main) -> None:
+    """`sys.exit(main())` for a module run as a script (`python -m ...`): an `LlmoptError` becomes one
+    line on stderr and its exit code, as the `llmopt` command reports it."""
+    import sys
+
+    try:
+        sys.exit(main())
+    except LlmoptError as err:
+        print(f"error: {one_line(err)}", file=sys.stderr)
+        sys.exit(err.exit_code)

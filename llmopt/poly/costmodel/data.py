@@ -31,12 +31,11 @@ import argparse
 import json
 import os
 import random
-import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from llmopt.errors import LlmoptError, UsageError
+from llmopt.errors import UsageError, run_main
 
 DATA_VERSION = 1
 WALK_STEPS = (1, 6)  # transformations per random schedule (Pearl's episodes and the beam depth: 4)
@@ -272,8 +271,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except LlmoptError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(getattr(err, "exit_code", 2))
+    run_main(main)

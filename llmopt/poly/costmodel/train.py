@@ -24,14 +24,13 @@ import hashlib
 import json
 import math
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from llmopt.errors import LlmoptError, UsageError
+from llmopt.errors import UsageError, run_main
 from llmopt.poly.costmodel.data import load_rows
 from llmopt.poly.costmodel.features import Tree, featurize
 from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public answer, re-exported)
@@ -249,8 +248,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except LlmoptError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(getattr(err, "exit_code", 2))
+    run_main(main)
