@@ -1,6 +1,8 @@
 """Model presets: Llama-architecture configs trained from scratch (thesis §4.3.1 uses Llama 2 7B).
 
-`tiny` trains on two CPU cores in minutes, `small` is a ~70M model for a single GPU, and
+`tiny` trains on two CPU cores in minutes, `base` (~17M with an 8k vocabulary) is the GPU-trained size that
+still comes back from the GPU machine (its files return at most 64 MiB: bf16 weights, 34 MB) and runs on
+CPU, `small` is a ~70M model for a single GPU, and
 `paper-7b` is the thesis configuration (32 layers, 32 heads, 4096 hidden, 2048 context); it is
 only ever built as a config here.
 """
@@ -12,6 +14,8 @@ from typing import Any
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=4,
                  intermediate_size=704, max_position_embeddings=2048),
+    "base": dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=6, num_key_value_heads=6,
+                 intermediate_size=1024, max_position_embeddings=2048),
     "small": dict(hidden_size=768, num_hidden_layers=8, num_attention_heads=12, num_key_value_heads=12,
                   intermediate_size=2048, max_position_embeddings=2048),
     "paper-7b": dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
