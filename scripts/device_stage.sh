@@ -21,7 +21,9 @@ BULKY=(data/llmopt-v3/work llmopt/model/default data/llmopt-csmith-pypi/work dat
 stage() {
   local data="${1:-data/llmopt-v3}"
   [[ -f "$data/train.parquet" ]] || { echo "no $data/train.parquet: write the dataset first" >&2; exit 2; }
-  grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
+  local exclude; exclude="$(git rev-parse --git-path info/exclude)"
+  mkdir -p "$(dirname "$exclude")"
+  grep -qx '/.device/' "$exclude" 2>/dev/null || echo '/.device/' >> "$exclude"
   rm -rf .device/data && mkdir -p .device/data
   cp "$data"/{train,validation,test}.parquet "$data/README.md" .device/data/
   mkdir -p "$STASH"
@@ -36,7 +38,9 @@ stage() {
     mkdir -p "$STASH/$(dirname "$f")" && mv "$f" "$STASH/$f"
   done
   local travels
-  travels=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  travels=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | python3 -c '
+import os, sys
+print(sum(os.path.getsize(p) for p in sys.stdin.read().split("\0") if p and os.path.isfile(p)))')
   echo "staged: the tree that travels is $((travels / 1048576)) MiB (+ .device: $(du -sm .device | cut -f1) MiB);" \
        "run scripts/device_stage.sh restore afterwards"
 }
