@@ -166,13 +166,18 @@ def _sizes(rows: list[dict]) -> list[str]:
     return [
         "## By size (instructions before optimization)", "",
         "| size bin | functions | share | improvement over -Oz | functions improved |", "|---|---|---|---|---|",
-        *[_gain_row(b, [r for r in rows if size_bin(r["instcount_input"]) == b], len(rows)) for b in SIZE_BINS
-          if any(size_bin(r["instcount_input"]) == b for r in rows)], "",
+        *_size_rows(rows), "",
         "## Sizes", "",
         "Tokens of the input IR (min / 25% / 50% / 75% / 90% / 99% / max): " + _quantiles([r["n_tokens"] for r in rows]),
         "", "Instructions before optimization (same quantiles): " + _quantiles([r["instcount_input"] for r in rows]),
         "", "Instructions after -Oz (same quantiles): " + _quantiles([r["instcount_oz"] for r in rows]), "",
     ]
+
+
+def _size_rows(rows: list[dict], prefix: str = "") -> list[str]:
+    """One gain row per size bin (instructions before optimization) that holds any of `rows`."""
+    by_bin = {b: [r for r in rows if size_bin(r["instcount_input"]) == b] for b in SIZE_BINS}
+    return [_gain_row(f"{prefix}{b}", by_bin[b], len(rows)) for b in SIZE_BINS if by_bin[b]]
 
 
 def _test_split(rows: list[dict]) -> list[str]:
@@ -192,8 +197,7 @@ def _test_split(rows: list[dict]) -> list[str]:
         "| source / size bin | functions | share | improvement over -Oz | functions improved |", "|---|---|---|---|---|",
         _gain_row("all", rows, len(rows)),
         *[_gain_row(s, [r for r in rows if r["source"] == s], len(rows)) for s in sources],
-        *[_gain_row(f"size {b}", [r for r in rows if size_bin(r["instcount_input"]) == b], len(rows)) for b in SIZE_BINS
-          if any(size_bin(r["instcount_input"]) == b for r in rows)], "",
+        *_size_rows(rows, "size "), "",
     ]
 
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from llmopt.dataset import COLUMNS, OBJSIZE_COLUMNS, arrow_schema, write_splits
+from llmopt.outputs import write_atomic
 
 
 def good_lists(row: dict) -> list[dict]:
@@ -38,22 +37,6 @@ def item_path(out: Path, index: int) -> Path:
 def shard_path(out: Path, phase: str, index: int) -> Path:
     """Phase 1 or 2's file of shard `index`."""
     return out / "work" / phase / f"shard-{index:05d}.json.gz"
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes files private; shards and cards are ordinary files
-        os.replace(tmp, path)  # atomic on POSIX: the shard is either absent or complete
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_shard(path: Path, payload: dict) -> None:

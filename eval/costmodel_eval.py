@@ -35,8 +35,9 @@ import numpy as np
 from eval.store import rows_of_earlier_run
 from llmopt.errors import LlmoptError, run_main
 from llmopt.harness.cache import DEFAULT_CACHE_DIR, open_cache, scratch_cache
+from llmopt.outputs import write_atomic
 from llmopt.poly.benchmarks import NAMES, benchmark
-from llmopt.poly.costmodel.data import load_rows, program_schedules, write_atomic
+from llmopt.poly.costmodel.data import load_rows, program_schedules
 from llmopt.poly.costmodel.model import load_model, predict_many
 from llmopt.poly.costmodel.search import DEFAULT_VERIFY, beam_model, cached_model
 from llmopt.poly.costmodel.train import MIN_SPEEDUP, TrainConfig, featurize_rows, split_of

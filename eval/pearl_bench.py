@@ -30,6 +30,7 @@ from pathlib import Path
 
 from eval.store import rows_of_earlier_run
 from llmopt.harness.cache import scratch_cache
+from llmopt.outputs import write_atomic
 from llmopt.poly.benchmarks import NAMES, benchmark
 from llmopt.poly.cli import times
 from llmopt.poly.measure import Measurer, machine_id
@@ -168,9 +169,10 @@ def run_bench(cfg: BenchConfig, out_dir: str | Path, log=print) -> dict:
     for name in cfg.names or NAMES:
         rows.append(done[name] if name in done else bench_one(name, cfg, log))
         summary = summarize(rows)
-        (out_dir / "bench.json").write_text(json.dumps({"config": settings, "summary": summary, "rows": rows},
-                                                       indent=1))
-    (out_dir / "bench.md").write_text(markdown(rows, summary, settings))
+        # The resume state after every benchmark: a killed bench keeps its finished rows.
+        write_atomic(out_dir / "bench.json", json.dumps({"config": settings, "summary": summary, "rows": rows},
+                                                        indent=1))
+    write_atomic(out_dir / "bench.md", markdown(rows, summary, settings))
     plot(rows, out_dir / "bench.png")
     log(f"wrote {out_dir / 'bench.md'}, bench.json, bench.png")
     return summary

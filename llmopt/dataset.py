@@ -10,7 +10,6 @@ DatasetDict); `PATH,PATH` mixes several, each function (normalized-IR hash) kept
 from __future__ import annotations
 
 import hashlib
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
@@ -247,16 +246,12 @@ def write_split(path: str | Path, rows: list[dict[str, Any]], schema: Any = None
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from llmopt.outputs import atomic_target
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist(rows, schema=schema)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # not *.parquet: readers never see it
-    try:
+    with atomic_target(path) as tmp:  # not *.parquet: readers never see it
         pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path
 
 

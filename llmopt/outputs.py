@@ -1,12 +1,43 @@
-"""Checking where results will go, before any work: a bad `-o` / `--out` must fail in one line at the
-start, not after minutes of compiling (or with a traceback at the end)."""
+"""Where results go: checked before any work (a bad `-o` / `--out` must fail in one line at the start,
+not after minutes of compiling), and written atomically (a killed run leaves the old file or the whole
+new one, never half of one, so resumed jobs can trust every file they find)."""
 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from llmopt.errors import UsageError
+
+
+@contextmanager
+def atomic_target(path: str | os.PathLike) -> Iterator[Path]:
+    """A temporary file beside `path` for the block to write (any writer: text, parquet, torch.save);
+    renamed over `path` when the block ends normally, removed when it raises."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Hidden and ending in .tmp: globs for `*.parquet` / `*.json.gz` never see a half-written file.
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o644)  # mkstemp makes files private; results are ordinary files
+        os.replace(tmp, path)  # atomic on POSIX
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write `data` to `path` atomically and durably (flushed to disk before the rename)."""
+    with atomic_target(path) as tmp, open(tmp, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _existing_ancestor(path: Path) -> Path:

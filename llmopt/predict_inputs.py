@@ -11,17 +11,15 @@ Every problem is a one-line `UsageError`, raised before the model loads.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmopt.errors import UsageError
 from llmopt.inputs import check_ir, prepare_input
-from llmopt.outputs import check_output_dir, check_output_file
+from llmopt.outputs import check_output_dir, check_output_file, write_atomic
 
 SOURCE_LANGUAGES = {".c": "c", ".cc": "c++", ".cpp": "c++", ".cxx": "c++"}
 INPUT_SUFFIXES = (".ll", ".bc", *SOURCE_LANGUAGES)
@@ -133,10 +131,6 @@ def write_output(path: str, text: str) -> None:
         return
     target = Path(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, target)
+        write_atomic(target, text)
     except OSError as err:
         raise UsageError(f"{path}: cannot write the optimized IR: {err.strerror or err}") from None

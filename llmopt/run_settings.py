@@ -8,9 +8,10 @@ JSON file next to the work and compare on every start.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from llmopt.outputs import write_atomic
 
 
 def settings_diff(path: Path, settings: dict[str, Any], defaults: dict[str, Any] | None = None
@@ -25,7 +26,4 @@ def settings_diff(path: Path, settings: dict[str, Any], defaults: dict[str, Any]
 
 def store_settings(path: Path, settings: dict[str, Any]) -> None:
     """Write `settings` to `path` atomically (a killed job never leaves half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(settings, indent=1))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(settings, indent=1))

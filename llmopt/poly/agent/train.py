@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from llmopt.outputs import atomic_target
 from llmopt.poly.agent.env import MAX_STEPS, PearlEnv, ProgramSource, cheap_measurer
 from llmopt.poly.agent.model import ActorCritic
 from llmopt.poly.agent.ppo import PPOConfig, collect, entropy_coef, update, value_of
@@ -82,11 +82,10 @@ def training_programs(cfg: TrainConfig, log=print) -> ProgramSource:
 def save_checkpoint(path: Path, model: ActorCritic, optimizer, update_index: int, cfg: TrainConfig,
                     rng: np.random.Generator) -> None:
     """Write-then-rename, so a crash never leaves half a checkpoint."""
-    tmp = path.with_suffix(".tmp")
-    torch.save({"model": model.state_dict(), "model_config": model.config, "optimizer": optimizer.state_dict(),
-                "update": update_index, "config": asdict(cfg), "rng": rng.bit_generator.state,
-                "torch_rng": torch.get_rng_state()}, tmp)
-    os.replace(tmp, path)
+    with atomic_target(path) as tmp:
+        torch.save({"model": model.state_dict(), "model_config": model.config,
+                    "optimizer": optimizer.state_dict(), "update": update_index, "config": asdict(cfg),
+                    "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state()}, tmp)
 
 
 def load_checkpoint(path: str | Path) -> dict:

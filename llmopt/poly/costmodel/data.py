@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from llmopt.errors import UsageError, run_main
+from llmopt.outputs import write_atomic
 
 DATA_VERSION = 1
 WALK_STEPS = (1, 6)  # transformations per random schedule (Pearl's episodes and the beam depth: 4)
@@ -146,13 +147,6 @@ def measure_program(seed: int) -> dict:
 
 def program_file(out: Path, seed: int) -> Path:
     return out / "programs" / f"{seed // 1000:03d}" / f"{seed:07d}.jsonl"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _record(out: Path, result: dict) -> None:

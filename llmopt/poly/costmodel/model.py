@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from llmopt.errors import LlmoptError
+from llmopt.outputs import atomic_target
 from llmopt.poly.costmodel.features import COMP_FEATURES, Tree, featurize
 from llmopt.poly.program import Program
 from llmopt.poly.schedule import Schedule
@@ -152,12 +153,9 @@ def predict(model: CostModel, prog: Program, schedule: Schedule) -> float:
 
 def save_model(model: CostModel, path: str | os.PathLike, meta: dict | None = None) -> None:
     """Weights, config and metadata (split, metrics) in one file, written atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save({"version": MODEL_VERSION, "config": dataclasses.asdict(model.cfg),
-                "state": model.state_dict(), "meta": meta or {}}, tmp)
-    os.replace(tmp, path)
+    with atomic_target(path) as tmp:
+        torch.save({"version": MODEL_VERSION, "config": dataclasses.asdict(model.cfg),
+                    "state": model.state_dict(), "meta": meta or {}}, tmp)
 
 
 def load_model(path: str | os.PathLike, device: str = "cpu") -> tuple[CostModel, dict]:

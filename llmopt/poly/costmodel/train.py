@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from llmopt.errors import UsageError, run_main
+from llmopt.outputs import atomic_target
 from llmopt.poly.costmodel.data import load_rows
 from llmopt.poly.costmodel.features import Tree, featurize
 from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public answer, re-exported)
@@ -175,9 +176,8 @@ class Trainer:
 
 
 def _checkpoint(path: Path, trainer: Trainer) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(trainer.state(), tmp)
-    os.replace(tmp, path)
+    with atomic_target(path) as tmp:
+        torch.save(trainer.state(), tmp)
 
 
 def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) -> dict:
