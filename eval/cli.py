@@ -2,6 +2,7 @@
 
     llmopt eval --dataset data/DS:test --limit 500 --methods model,baselines --samples 1,3,5,10,30,100 --out runs/e
     llmopt eval --dataset examples --methods random,oz --samples 1,10 --out runs/ll   # .ll files, no labels
+    llmopt eval --report-only --out runs/e   # tables, plots and REPORT.md again from runs/e/results.json
 """
 
 from __future__ import annotations
@@ -49,9 +50,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
     p = subparsers.add_parser("eval", help="batch evaluation against -Oz: sampling curves, tables, plots, report",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", required=True,
-                   help="PATH[:split] of a datagen dataset (default split: test), a directory of .ll files, or a .ll")
+    p.add_argument("--dataset", default=None,
+                   help="PATH[:split] of a datagen dataset (default split: test), a directory of .ll files, or a .ll "
+                        "(required unless --report-only)")
     p.add_argument("--out", required=True, help="output directory (resumable: a rerun skips finished work)")
+    p.add_argument("--report-only", action="store_true",
+                   help="only write the tables, plots and REPORT.md of --out again from its results.json (stored "
+                        "numbers; nothing is sampled or compiled; the other options are ignored)")
     p.add_argument("--methods", type=_methods, default=list(DEFAULT_METHODS),
                    help="comma list: greedy, nucleus[_tT], priority[_noregex|_geomean|_branchN...], feedback[_fast|"
                         "_short|_long], random, coreset, coreset_cover, greedy_search, autotuner, oz; groups: model, "
@@ -94,8 +99,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def handler(args: argparse.Namespace) -> int:
     from eval.methods import MethodOptions
     from eval.runner import EvalConfig, run_eval
+    from llmopt.errors import UsageError
 
     out = Path(args.out)
+    if args.report_only:
+        from eval.report import rewrite
+
+        return _print_summary(rewrite(out), out)
+    if args.dataset is None:
+        raise UsageError("--dataset is required (unless --report-only)")
     methods = list(args.methods) + [f"nucleus_t{t:g}" for t in args.temperatures]
     options = MethodOptions(seed=args.seed, model=args.model, temperature=args.temperature, top_p=args.top_p,
                             greedy_search_budget=args.greedy_search_budget, coreset_candidates=args.coreset_candidates,
@@ -106,11 +118,17 @@ def handler(args: argparse.Namespace) -> int:
                      quality_limit=args.quality_limit, quality_max_new_tokens=args.quality_max_new_tokens,
                      objsize=not args.no_objsize, workers=args.workers, cache=cache_choice(args), chunk=args.chunk,
                      progress=not args.no_progress, metric=args.metric)
-    results = run_eval(cfg)
+    return _print_summary(run_eval(cfg), out)
+
+
+def _print_summary(results: dict, out: Path) -> int:
+    """The improvement table on stdout and where the report is."""
     ks = [str(k) for k in results["samples"]]
     width = max((len(m) for m in results["methods"]), default=8)
-    print(f"{results['n_functions']} functions, -Oz total {results['instcount_oz']} {results['unit']}; "
-          f"improvement over -Oz in {results['metric']} [%] (raw / with -Oz backup):")
+    # results.json from before --metric has neither field: it counted instructions
+    print(f"{results['n_functions']} functions, -Oz total {results['instcount_oz']} "
+          f"{results.get('unit', 'instructions')}; improvement over -Oz in {results.get('metric', 'instcount')} [%] "
+          "(raw / with -Oz backup):")
     print(f"{'method':<{width}}  " + "  ".join(f"{'@' + k:>15}" for k in ks))
     for method, entry in results["methods"].items():
         cells = []

@@ -1,4 +1,5 @@
-"""PNG plots of an evaluation (matplotlib, Agg): sampling curve, improvement by input size, pass frequencies."""
+"""PNG plots of an evaluation (matplotlib, Agg): sampling curve, improvement against compilations, improvement by
+input size, pass frequencies."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from eval.metrics import SIZE_BINS  # noqa: E402
+from llmopt.sampling.registry import split_polish  # noqa: E402
+
+# Issue 14's cost comparison: search, fixed lists, the model, and (as NAME_polishK) model-seeded search.
+BUDGET_METHODS = ("random", "greedy_search", "coreset", "coreset_cover", "priority")
 
 
 def sampling_curve(results: dict, path: Path) -> Path:
@@ -33,6 +38,47 @@ def sampling_curve(results: dict, path: Path) -> Path:
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=7, loc="best")
     fig.suptitle(f"Sampling curve ({results['n_functions']} functions)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def compilation_series(results: dict) -> dict[str, list[tuple[int, float, float]]]:
+    """Per method of `BUDGET_METHODS` (polished forms included) and the autotuner: (k, mean compilations per
+    function, overall improvement over -Oz %) at each budget k, both with -Oz backup as in the backup overview table.
+    The autotuner is one point: its answer and its own search budget do not depend on k."""
+    out = {}
+    for method, entry in results["methods"].items():
+        polish = split_polish(method)
+        if method != "autotuner" and (polish[0] if polish else method) not in BUDGET_METHODS:
+            continue
+        points = [(int(k), s["oz_backup"]["compilations"] / entry["n_functions"],
+                   s["oz_backup"]["overall_improvement_pct"]) for k, s in entry["samples"].items()]
+        out[method] = points[-1:] if method == "autotuner" else points
+    return out
+
+
+def improvement_vs_compilations(results: dict, path: Path) -> Path:
+    """What each method's answer costs: improvement over -Oz (with backup) against compilations per function."""
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    for method, points in compilation_series(results).items():
+        xs, ys = [x for _, x, _ in points], [y for _, _, y in points]
+        if method == "autotuner":
+            ax.plot(xs, ys, "*", markersize=12, color="black", label="autotuner labels (its own search)")
+            continue
+        (line,) = ax.plot(xs, ys, "-", marker="o", markersize=3.5, label=method)
+        for k, x, y in points:
+            ax.annotate(str(k), (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6, color=line.get_color())
+    ax.axhline(0.0, color="grey", linewidth=0.8, label="-Oz (1 compilation)")
+    ax.set_xscale("log")
+    ax.margins(x=0.06, y=0.08)  # the autotuner's star sits in a corner
+    ax.set_xlabel("compilations per function (mean; distinct lists + the -Oz backup)")
+    ax.set_ylabel("improvement over -Oz [%] (with -Oz backup)")
+    ax.set_title(f"Improvement against compilations ({results['n_functions']} functions; "
+                 "point labels: samples k)", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -108,6 +154,9 @@ def pass_frequency(results: dict, path: Path, top: int = 25) -> Path:
 def write_plots(results: dict, directory: Path) -> dict[str, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     out = {"sampling_curve": sampling_curve(results, directory / "sampling_curve.png")}
+    if compilation_series(results):
+        out["improvement_vs_compilations"] = improvement_vs_compilations(
+            results, directory / "improvement_vs_compilations.png")
     if results.get("by_size"):
         out["by_size"] = by_size(results, directory / "by_size.png")
     if results.get("pass_frequency"):

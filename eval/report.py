@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from eval import plots, tables
 from eval.methods import needs_model
+from llmopt.errors import UsageError
 
 BASELINES = ("random", "coreset", "coreset_cover", "greedy_search")
 
@@ -97,3 +99,19 @@ def write_all(results: dict, out: Path) -> Path:
     path = out / "REPORT.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def rewrite(out: Path) -> dict:
+    """`llmopt eval --report-only`: the tables, plots and REPORT.md of `out` again from its results.json.
+
+    Nothing is sampled, compiled or re-aggregated, so the numbers are the stored ones; results.json also
+    keeps what the records lack (notes, sampling time, code quality)."""
+    path = out / "results.json"
+    try:
+        results = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"--report-only: {path} does not exist: run the evaluation into {out} first") from None
+    except (OSError, json.JSONDecodeError) as err:
+        raise UsageError(f"--report-only: cannot read {path}: {err}") from None
+    write_all(results, out)
+    return results

@@ -3,6 +3,7 @@
 import pytest
 
 from eval.metrics import Candidate, objsize_honesty, outcome_at, overall_improvement, size_bin, summarize
+from eval.plots import compilation_series, write_plots
 from eval.quality import error_category
 from eval.tables import Table
 from llmopt.llvm.passes import OZ
@@ -90,3 +91,26 @@ def test_table_writes_markdown_csv_json(tmp_path):
     assert "| a | 1.23 |" in paths["md"].read_text() and "| b | - |" in paths["md"].read_text()
     assert paths["csv"].read_text().splitlines() == ["method,x", "a,1.2346", "b,"]
     assert '"method": "a"' in paths["json"].read_text()
+
+
+def _budgets(n_functions, *points):
+    """A results entry: per k, (backup improvement %, backup compilations); the raw numbers differ on purpose."""
+    return {"n_functions": n_functions, "samples": {
+        str(k): {"overall_improvement_pct": -50.0, "compilations": 1,
+                 "oz_backup": {"overall_improvement_pct": pct, "compilations": comp}} for k, pct, comp in points}}
+
+
+def test_improvement_vs_compilations_plots_the_backup_numbers_per_function(tmp_path):
+    results = {"n_functions": 4, "samples": [1, 10], "methods": {
+        "oz": _budgets(4, (1, 0.0, 4), (10, 0.0, 4)),
+        "random": _budgets(4, (1, 0.5, 8), (10, 1.5, 44)),
+        "priority_polish10": _budgets(4, (1, 0.25, 4), (10, 2.0, 40)),
+        "priority_geomean": _budgets(4, (1, 9.0, 4), (10, 9.0, 40)),  # an ablation: not on this plot
+        "autotuner": _budgets(2, (1, 3.0, 2000), (10, 3.0, 2000)),  # labelled functions only, its own budget
+    }}
+    assert compilation_series(results) == {"random": [(1, 2.0, 0.5), (10, 11.0, 1.5)],
+                                           "priority_polish10": [(1, 1.0, 0.25), (10, 10.0, 2.0)],
+                                           "autotuner": [(10, 1000.0, 3.0)]}
+    assert write_plots(results, tmp_path)["improvement_vs_compilations"].stat().st_size > 1000
+    only_oz = dict(results, methods={"oz": results["methods"]["oz"]})
+    assert "improvement_vs_compilations" not in write_plots(only_oz, tmp_path / "oz")

@@ -54,12 +54,19 @@ def test_model_free_eval_writes_everything_and_resumes(data, tmp_path):
     for name in TABLES:
         for ext in ("md", "csv", "json"):
             assert (out / "tables" / f"{name}.{ext}").stat().st_size > 0, (name, ext)
-    for plot in ("sampling_curve", "by_size", "pass_frequency"):
+    for plot in ("sampling_curve", "improvement_vs_compilations", "by_size", "pass_frequency"):
         assert (out / "plots" / f"{plot}.png").stat().st_size > 1000
     report = (out / "REPORT.md").read_text()
     assert "plots/sampling_curve.png" in report and "tables/overview.csv" in report
-    # Rerun: nothing is sampled again, the same seed gives the same tables.
+    assert "plots/improvement_vs_compilations.png" in report
+    # --report-only: the same report again from results.json, the records untouched.
     lines = (out / RECORDS).read_text().count("\n")
+    shutil.rmtree(out / "plots")
+    (out / "REPORT.md").unlink()
+    assert eval_main(["--report-only", "--out", str(out)]) == 0
+    assert (out / "REPORT.md").read_text() == report and (out / RECORDS).read_text().count("\n") == lines
+    assert (out / "plots" / "improvement_vs_compilations.png").stat().st_size > 1000
+    # Rerun: nothing is sampled again, the same seed gives the same tables.
     again = run_eval(_cfg(data, out))
     assert (out / RECORDS).read_text().count("\n") == lines
     assert again["methods"] == results["methods"]
@@ -88,6 +95,11 @@ def test_cli_bad_input_is_a_usage_error(tmp_path, capsys):
     assert "no such dataset" in capsys.readouterr().err
     assert eval_main(["--dataset", str(tmp_path), "--methods", "bogus", "--out", str(tmp_path / "o")]) == 2
     assert expand_methods(["model", "random"]) == ["greedy", "nucleus", "priority", "random"]
+    assert eval_main(["--out", str(tmp_path / "o")]) == 2  # no --dataset, no --report-only
+    assert "--dataset is required" in capsys.readouterr().err
+    assert eval_main(["--report-only", "--out", str(tmp_path)]) == 2  # nothing evaluated there
+    err = capsys.readouterr().err
+    assert "results.json does not exist" in err and err.count("\n") == 1
 
 
 def test_model_methods_and_code_quality(data, tiny_model, tmp_path):
