@@ -4,6 +4,7 @@ pre-training, checkpoints and the greedy policy, on small benchmark programs wit
 from __future__ import annotations
 
 import csv
+import json
 import math
 
 import numpy as np
@@ -11,6 +12,8 @@ import pytest
 import torch
 from torch_geometric.data import Batch
 
+import llmopt.poly.agent.train as agent_train
+from llmopt.errors import UsageError
 from llmopt.harness.cache import ResultCache
 from llmopt.poly.actions import ACTIONS, NEXT
 from llmopt.poly.agent.env import PearlEnv
@@ -22,6 +25,7 @@ from llmopt.poly.agent.state import COMP_FOCUS, EDGE_FEATURES, LOOP_COLUMNS, NOD
 from llmopt.poly.agent.train import TrainConfig, save_checkpoint, train
 from llmopt.poly.agent.walk import Position, advance, start
 from llmopt.poly.benchmarks import benchmark
+from llmopt.poly.costmodel.model import CostModel, ModelConfig, load_model, predict, save_model
 from llmopt.poly.legality import check
 from llmopt.poly.measure import Measurer
 from llmopt.poly.schedule import Parallel, Reversal, Schedule, Skew, Tile, Unroll
@@ -143,6 +147,13 @@ def test_checkpoint_round_trips_and_policy_schedule_is_legal_and_correct(measure
     sched = policy.schedule(prog, measurer)
     assert check(prog, sched)[0]
     assert measurer.measure(prog, sched)["ok"], "the emitted C matches the reference"
+    # The lazy greedy walk checks legality best-first; it must take the full mask's argmax every step.
+    pos = start()
+    for _ in range(policy.max_steps):
+        pos, done = advance(prog, pos, int(np.argmax(policy.log_probs(prog, pos, measurer))))
+        if done:
+            break
+    assert pos.schedule == sched
     cands = policy.candidates(prog, measurer, k=3)
     assert 1 <= len(cands) <= 3 and all(check(prog, c.schedule)[0] for c in cands)
     assert [c.log_prob for c in cands] == sorted((c.log_prob for c in cands), reverse=True)
@@ -156,3 +167,61 @@ def test_training_writes_a_log_and_resumes(measurer, tmp_path):
     train(tmp_path, cfg, measurer, programs=progs, log=lambda *_: None)
     rows = list(csv.DictReader((tmp_path / "log.csv").open()))
     assert [r["update"] for r in rows] == ["0", "1"]
+
+
+@pytest.fixture
+def cost_model_file(tmp_path):
+    """A tiny untrained cost model whose predictions differ between schedules (its head is not zero)."""
+    torch.manual_seed(0)
+    model = CostModel(ModelConfig.tiny())
+    torch.nn.init.normal_(model.head[-1].weight, std=1.0)
+    save_model(model, tmp_path / "costmodel.pt")
+    return tmp_path / "costmodel.pt"
+
+
+def test_costmodel_reward_returns_log4_of_the_predicted_final_speedup(measurer, cost_model_file):
+    prog = benchmark("gemm", small=True)
+    env = PearlEnv([prog], measurer, max_steps=10, reward="costmodel", cost_model=cost_model_file)
+    compiles = measurer.compiles
+    _, info = env.reset(seed=0)
+    rng, done, rewards = np.random.default_rng(0), False, []
+    while not done:  # two random legal transformations per branch, then Next
+        legal = np.flatnonzero(info["action_mask"][:NEXT])
+        action = NEXT if env.steps % 3 == 2 or not len(legal) else int(rng.choice(legal))
+        _, reward, done, truncated, info = env.step(action)
+        rewards.append(reward)
+        assert not truncated
+    final = info["schedule"]
+    expected = predict(load_model(cost_model_file)[0], prog, final)
+    assert len(final.transforms) >= 2 and any(abs(r) > 1e-6 for r in rewards)
+    assert env.speedup == pytest.approx(expected)
+    assert env.episode_return == pytest.approx(math.log(expected, 4))
+    assert measurer.compiles == compiles, "a cost-model reward compiles nothing"
+
+
+def _pretrain_folder(path):
+    """A cost-model data folder (the collector's layout) with two programs, two schedules each."""
+    rows = [{"seed": k, "hash": p.hash(), "program": p.to_dict(), "schedule": sched, "seconds": t,
+             "baseline_seconds": 1e-4, "speedup": 1e-4 / t}
+            for k, p in enumerate([benchmark("gemm", small=True), benchmark("mvt", small=True)])
+            for sched, t in [([], 1e-4), ([Parallel("S0", 0).to_dict()], 5e-5)]]
+    (path / "programs" / "000").mkdir(parents=True)
+    (path / "programs" / "000" / "0000000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_train_cli_with_costmodel_reward_and_pretraining_data(measurer, cost_model_file, tmp_path, monkeypatch,
+                                                               capsys):
+    monkeypatch.setattr(agent_train, "cheap_measurer", lambda **_: measurer)  # legality only, on the test cache
+    data, run = _pretrain_folder(tmp_path / "data"), tmp_path / "run"
+    compiles = measurer.compiles
+    args = [str(run), "--small", "--updates", "1", "--batch-size", "4", "--minibatch", "4", "--max-steps", "3",
+            "--pretrain", "1", "--pretrain-data", str(data), "--pretrain-epochs", "2", "--seed", "1"]
+    assert agent_train.main(args + ["--reward", "costmodel", "--cost-model", str(cost_model_file)]) == 0
+    assert "pre-training data: 2 rows of 1 programs" in capsys.readouterr().out
+    assert (run / "pretrained.pt").exists() and len(list(csv.DictReader((run / "log.csv").open()))) == 1
+    cfg = json.loads((run / "config.json").read_text())
+    assert (cfg["reward"], cfg["cost_model"]) == ("costmodel", str(cost_model_file.resolve()))
+    assert cfg["pretrain_data"] == str(data) and measurer.compiles == compiles
+    with pytest.raises(UsageError, match="started with reward costmodel"):
+        agent_train.main(args + ["--updates", "2"])  # resuming with the measured reward mixes two curves

@@ -7,7 +7,8 @@ The modules, in the order data flows through them:
 - `state`: the graph state of a position (loop, computation and buffer nodes, their features,
   nesting / in-loop / read / write edges) as a `torch_geometric.data.Data` (`graph`);
 - `env`: `PearlEnv`, the gymnasium environment (episode = one program, reward = log4 of the step
-  speedup, measured and memoized by `llmopt.poly.measure.Measurer`);
+  speedup, measured and memoized by `llmopt.poly.measure.Measurer`, or predicted by the cost model);
+- `reward`: where those speedups come from (`MeasuredReward`, `CostModelReward`, `rewarder`);
 - `model`: `ActorCritic`, Table 3.2's network (two GATv2 layers, mean+max pooling, policy and
   value heads) with a masked categorical policy;
 - `ppo`: rollout buffer, GAE and the clipped PPO update (Table 4.2's hyper-parameters);

@@ -16,14 +16,23 @@ episode's return is log4 of the final speedup over the original program.  "Next"
 `next_reward` (0 by default: the return stays exactly log4 of the final speedup; paper 003 uses
 log4(0.9) to discourage branch switching).  A masked action, or a schedule whose measurement
 fails (wrong result, crash, timeout), earns log4(`failed_speedup`) = log4(0.9) and is not
-applied, as in paper 003.  Times come from `Measurer.measure`, memoized in the result cache; for
-training, `cheap_measurer(repeats=3)` gives a faster, noisier reward than the 30 runs of a benchmark.
+applied, as in paper 003.
+
+Speedups come from `reward` (`llmopt.poly.agent.reward`): "measured" (the default) times every
+schedule with `Measurer.measure`, memoized in the result cache (for training, `cheap_measurer(repeats=3)`
+gives a faster, noisier reward than the 30 runs of a benchmark); "costmodel" asks the learned cost
+model (`cost_model`: its file, default the shipped one), milliseconds instead of a compile and runs,
+and the return is log4 of the *predicted* final speedup; any object with a `speedup(prog, schedule)`
+method (a `Rewarder`) works too.  Whatever the reward, legality masking is exact (isl, memoized by
+the measurer's `Legality`), and a costmodel env compiles nothing: its step cost is then the mask's
+isl checks (tenths of a second on a program the cache has not seen, nothing once it has).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +41,7 @@ import numpy as np
 
 from llmopt.harness.cache import ResultCache
 from llmopt.poly.actions import ACTIONS, NEXT
+from llmopt.poly.agent.reward import Rewarder, rewarder
 from llmopt.poly.agent.state import EDGE_FEATURES, NODE_FEATURES, graph
 from llmopt.poly.agent.walk import Position, advance, legal_mask, start
 from llmopt.poly.measure import Measurer
@@ -59,9 +69,11 @@ class PearlEnv(gym.Env):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, programs: ProgramSource, measurer: Measurer | None = None, max_steps: int = MAX_STEPS,
-                 next_reward: float = 0.0, failed_speedup: float = FAILED_SPEEDUP, render_mode: str | None = None):
+                 next_reward: float = 0.0, failed_speedup: float = FAILED_SPEEDUP, render_mode: str | None = None,
+                 reward: str | Rewarder = "measured", cost_model: str | os.PathLike | None = None):
         self.programs = programs
         self._measurer = measurer
+        self._reward, self.cost_model = reward, cost_model
         self.max_steps, self.next_reward, self.failed_speedup = max_steps, next_reward, failed_speedup
         self.render_mode = render_mode
         self.observation_space = gym.spaces.Graph(
@@ -71,7 +83,7 @@ class PearlEnv(gym.Env):
         self.program: Program | None = None
         self.pos: Position = start()
         self.mask = np.ones(len(ACTIONS), bool)
-        self.base_seconds = self.seconds = 0.0
+        self.speedup = 0.0  # of the current schedule over the program as written, by the rewarder
         self.steps = 0
         self.episode_return = 0.0
 
@@ -81,24 +93,21 @@ class PearlEnv(gym.Env):
             self._measurer = cheap_measurer()
         return self._measurer
 
+    @property
+    def rewarder(self) -> Rewarder:
+        if isinstance(self._reward, str):  # built on first use, like the measurer it may need
+            self._reward = rewarder(self._reward, self.measurer, self.cost_model)
+        return self._reward
+
     def _draw(self) -> Program:
         if callable(self.programs):
             return self.programs(self.np_random)
         return self.programs[int(self.np_random.integers(len(self.programs)))]
 
-    def _time(self, pos: Position) -> float | None:
-        got = self.measurer.measure(self.program, pos.schedule)
-        return max(got["seconds"], 1e-9) if got.get("ok") else None
-
     def _observe(self) -> tuple[Any, dict]:
         self.mask = np.array(legal_mask(self.measurer.legality(self.program), self.pos), bool)
         info = {"action_mask": self.mask, "schedule": self.pos.schedule, "speedup": self.speedup}
         return graph(self.program, self.pos), info
-
-    @property
-    def speedup(self) -> float:
-        """Original time / current time (both by this env's measurer)."""
-        return self.base_seconds / self.seconds if self.seconds else 0.0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -109,12 +118,12 @@ class PearlEnv(gym.Env):
             self.program = given or self._draw()
             self.pos, self.steps, self.episode_return = start(), 0, 0.0
             try:
-                base = self._time(self.pos)
+                base = self.rewarder.speedup(self.program, self.pos.schedule)
             except ProgramError as err:
                 log.warning("skipping program %s: %s", self.program.name, err)
                 base = None
             if base is not None:
-                self.base_seconds = self.seconds = base
+                self.speedup = base
                 return self._observe()
         raise ProgramError(f"program {self.program.name} cannot be measured as written")
 
@@ -136,11 +145,11 @@ class PearlEnv(gym.Env):
         if action == NEXT:
             self.pos = new
             return self.next_reward, done, ""
-        seconds = self._time(new)
-        if seconds is None:
+        speedup = self.rewarder.speedup(self.program, new.schedule)
+        if speedup is None:
             return log4(self.failed_speedup), False, "measurement failed"
-        reward = log4(self.seconds / seconds)
-        self.pos, self.seconds = new, seconds
+        reward = log4(speedup / self.speedup)
+        self.pos, self.speedup = new, speedup
         return reward, False, ""
 
     def action_masks(self) -> np.ndarray:

@@ -10,7 +10,9 @@ is log10(seconds), standardized over the sample set, because times span orders o
 
 Samples are JSON lines (`program` as its dict, `schedule` as `Schedule.to_list()`, `seconds`):
 `collect_samples` appends to its file and skips programs already in it, so an interrupted
-collection resumes; every time goes through the `Measurer` cache as well.
+collection resumes; every time goes through the `Measurer` cache as well.  The rows of a cost-model
+data folder (`llmopt.poly.costmodel.data.load_rows`) carry the same fields, so `train --pretrain-data`
+pre-trains on them without measuring anything.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from llmopt.poly.actions import ACTIONS, NEXT, transform
 from llmopt.poly.legality import Legality
 from llmopt.poly.program import Program
-from llmopt.poly.schedule import Schedule, branches, state
+from llmopt.poly.schedule import Schedule, Transform, branches, state
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,27 @@ def legal_mask(legality: Legality, pos: Position) -> list[bool]:
     mark only overwrites the first, and tiling the tile loops again deepens the nest so much that
     the exact legality checks (and the emitted code) grow without a speedup to show for it.
     """
-    stmt = target(legality.prog, pos)
-    done = {t.kind for t in pos.schedule.transforms if t.stmt == stmt}
-    candidates = [None if a.kind in done and a.kind in ONCE else transform(a, stmt) for a in ACTIONS]
-    mask = legality.mask(pos.schedule, candidates)
+    mask = legality.mask(pos.schedule, candidate_transforms(legality.prog, pos))
     mask[NEXT] = True
     return mask
+
+
+def candidate_transforms(prog: Program, pos: Position) -> list[Transform | None]:
+    """The transform of each of the 56 actions at `pos`, None where it is not offered (Next, ONCE)."""
+    stmt = target(prog, pos)
+    done = {t.kind for t in pos.schedule.transforms if t.stmt == stmt}
+    return [None if a.kind in done and a.kind in ONCE else transform(a, stmt) for a in ACTIONS]
+
+
+def first_legal(legality: Legality, pos: Position, order) -> int:
+    """The first action of `order` that `legal_mask` allows, checking legality of as few as possible:
+    the argmax of a masked policy without the 55 checks of a full mask (Next is always allowed)."""
+    candidates = candidate_transforms(legality.prog, pos)
+    for action in order:
+        action = int(action)
+        if action == NEXT or (candidates[action] is not None and legality.allows(pos.schedule, candidates[action])):
+            return action
+    return NEXT
 
 
 def advance(prog: Program, pos: Position, action: int) -> tuple[Position, bool]:
