@@ -142,6 +142,133 @@ def test_beam_model_answers_a_legal_verified_schedule_never_slower(measurer, tmp
     if res.schedule != Schedule():
         assert measurer.measure(prog, res.schedule)["ok"]
     assert "beam-model" in SEARCHES
+    assert 0 < res.measure_seconds <= res.search_seconds
+
+
+def _ranking_model(seed: int = 0) -> CostModel:
+    """A tiny untrained model that ranks schedules (a fresh head predicts 1x everywhere)."""
+    torch.manual_seed(seed)
+    model = CostModel(ModelConfig.tiny())
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.5)
+    return model
+
+
+def _batch_free(monkeypatch):
+    """Score every tree alone, once, so a score does not depend on which others share its batch (the
+    lazy and the eager search batch different children) and the comparison below is exact."""
+    import numpy as np
+
+    from llmopt.poly.costmodel import model as model_module
+
+    alone, memo = model_module.predict_trees, {}
+
+    def score(model, trees):
+        keys = [(t.structure, t.comps.tobytes()) for t in trees]
+        for key, tree in zip(keys, trees, strict=True):
+            if key not in memo:
+                memo[key] = float(alone(model, [tree])[0])
+        return np.array([memo[key] for key in keys])
+
+    monkeypatch.setattr(model_module, "predict_trees", score)
+
+
+def _eager_search(prog, legality, model, width, depth, verify):
+    """beam-model as it was: every child's legality checked first (children), then the legal ones scored."""
+    from types import SimpleNamespace
+
+    from llmopt.poly.costmodel.data import state_key
+    from llmopt.poly.schedule import state
+    from llmopt.poly.search import children
+
+    measurer = SimpleNamespace(legality=lambda _prog: legality)
+    frontier, seen, ranked = [Schedule()], {state_key(state(prog, Schedule()))}, []
+    for _ in range(depth):
+        kids = []
+        for parent in frontier:
+            for child in children(prog, measurer, parent):
+                if (key := state_key(state(prog, child))) not in seen:
+                    seen.add(key)
+                    kids.append(child)
+        scored = sorted(((predict(model, prog, k), k) for k in kids), key=lambda pair: -pair[0])
+        ranked = sorted(ranked + scored, key=lambda pair: -pair[0])
+        frontier = [k for _, k in scored[:width]]
+    return [k for _, k in ranked[:verify]]
+
+
+def test_lazy_legality_picks_what_checking_everything_first_picks(monkeypatch):
+    from llmopt.poly.costmodel.search import model_search
+    from llmopt.poly.legality import Legality
+    from llmopt.poly.schedule import Interchange
+
+    prog = benchmark("seidel2d", small=True)  # many illegal children: interchanges, reversals, tilings
+    illegal = Schedule((Interchange("S0", 1),))
+    assert not check(prog, illegal)[0] and featurize(prog, illegal).comps.shape == (1, COMP_FEATURES)
+    _batch_free(monkeypatch)
+    model = _ranking_model()
+    lazy, eager = Legality(prog), Legality(prog)
+    answers, ask = [], lazy.is_legal
+    lazy.is_legal = lambda s: answers.append(ask(s)) or answers[-1]
+    # verify > width: the final candidates need checks beyond the ones that filled each beam.
+    got = model_search(prog, lazy, model, width=2, depth=2, verify=5)
+    assert got == _eager_search(prog, eager, model, width=2, depth=2, verify=5) and len(got) == 5
+    assert all(check(prog, s)[0] for s in got)
+    assert False in answers, "some best-predicted children were illegal and skipped"
+    assert lazy.computed < eager.computed / 4, (lazy.computed, eager.computed)
+
+
+def test_unscorable_children_are_skipped_not_fatal(monkeypatch):
+    from llmopt.poly.costmodel import features
+    from llmopt.poly.costmodel.search import model_search
+    from llmopt.poly.legality import Legality
+
+    real = features.featurizer
+
+    def picky(prog):  # features that fail on every parallel schedule
+        one = real(prog)
+
+        def featurize(st):
+            if any(s.parallel for s in st.values()):
+                raise RuntimeError("unreadable")
+            return one(st)
+        return featurize
+
+    prog = benchmark("gemm", small=True)
+    model = _ranking_model()
+    every = model_search(prog, Legality(prog), model, width=2, depth=1, verify=100)  # all legal children
+    monkeypatch.setattr(features, "featurizer", picky)
+    got = model_search(prog, Legality(prog), model, width=2, depth=1, verify=100)
+    parallel = {s for s in every if any(isinstance(t, Parallel) for t in s.transforms)}
+    assert parallel and set(got) == set(every) - parallel
+
+
+def test_mcts_opens_only_legal_schedules_and_stops_when_the_tree_is_exhausted(measurer):
+    from llmopt.poly.costmodel.data import state_key
+    from llmopt.poly.costmodel.mcts import mcts_search
+    from llmopt.poly.legality import Legality
+    from llmopt.poly.schedule import state
+    from llmopt.poly.search import children
+
+    prog = benchmark("seidel2d", small=True)
+    model = _ranking_model()
+    got = mcts_search(prog, Legality(prog), model, iterations=20, depth=3, verify=3)
+    assert len(set(got)) == 3 and all(check(prog, s)[0] for s in got)
+    assert got == mcts_search(prog, Legality(prog), model, iterations=20, depth=3, verify=3)  # deterministic
+    # Depth 1: the tree is every legal child of the root, opened once each, then the search stops.
+    legality = Legality(prog)
+    every = mcts_search(prog, legality, model, iterations=10_000, depth=1, verify=10_000)
+    legal = {state_key(state(prog, s)) for s in children(prog, measurer, Schedule())}
+    assert {state_key(state(prog, s)) for s in every} == legal and len(every) == len(legal)
+
+
+def test_mcts_model_is_registered_and_verifies_its_best_predictions(measurer, tmp_path):
+    path = tmp_path / "model.pt"
+    save_model(_ranking_model(), path)
+    prog = benchmark("gemm", small=True)
+    res = SEARCHES["mcts-model"](prog, measurer, budget_seconds=30, iterations=8, depth=2, verify=2,
+                                 model_path=path)
+    assert check(prog, res.schedule)[0] and 1 <= res.evaluations <= 2
+    assert res.seconds <= res.baseline_seconds and 0 < res.measure_seconds <= res.search_seconds
 
 
 def test_missing_model_file_is_a_clear_error(measurer, tmp_path):
@@ -157,3 +284,25 @@ def test_cli_beam_model_without_a_model_is_one_line(tmp_path):
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode != 0
     assert "no cost model at" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_pack_keeps_every_row_once_and_resume_skips_packed_programs(data_dir, tmp_path):
+    import gzip
+    import shutil
+
+    from llmopt.poly.costmodel.data import pack, packed_file
+
+    out = tmp_path / "data"
+    shutil.copytree(data_dir, out)
+    before = load_rows(out)
+    assert pack(out) == 3 and not list(out.glob("programs/*/*.jsonl"))
+    assert load_rows(out) == before
+    packed = packed_file(out, 0).read_bytes()
+    # A pack killed after writing the block but before deleting the loose files: nothing counts twice.
+    seed0 = [r for r in before if r["seed"] == 0]
+    program_file(out, 0).parent.mkdir(parents=True, exist_ok=True)
+    program_file(out, 0).write_text("".join(json.dumps(r) + "\n" for r in seed0))
+    assert load_rows(out) == before
+    pack(out)
+    assert packed_file(out, 0).read_bytes() == packed and len(gzip.decompress(packed).splitlines()) == len(before)
+    assert collect(out, range(3), CFG, workers=1, cache_path=str(out / "cache.sqlite"), progress=False) == 0

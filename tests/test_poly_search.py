@@ -15,7 +15,7 @@ from llmopt.poly.measure import Measurer, _extent
 from llmopt.poly.polyhedral import check_bounds
 from llmopt.poly.program import ProgramError
 from llmopt.poly.schedule import Interchange, Parallel, Schedule, Skew, Tile, Unroll
-from llmopt.poly.search import SEARCHES, beam, children, greedy, notation
+from llmopt.poly.search import SEARCHES, beam, children, extensions, greedy, notation
 
 SEEDS = range(60)
 
@@ -86,6 +86,8 @@ def test_children_are_legal_one_step_extensions(measurer):
     kids = children(prog, measurer, Schedule())
     assert kids and all(len(k.transforms) == 1 for k in kids)
     assert all(check(prog, k)[0] for k in kids[:: max(1, len(kids) // 12)])
+    every = extensions(prog, Schedule())  # the shared enumeration, legal or not, in the same order
+    assert kids == [e for e in every if check(prog, e)[0]] and len(every) > len(kids)
     assert kids[0].transforms[0].kind == "parallelization" or not any(
         k.transforms[0].kind == "parallelization" for k in kids)
 
@@ -96,6 +98,7 @@ def test_beam_never_returns_slower_or_illegal_than_the_identity(measurer):
     assert check(prog, res.schedule)[0]
     assert res.speedup >= 1.0 and res.seconds <= res.baseline_seconds
     assert res.evaluations >= 1 and res.search_seconds < 6 + 30  # overrun: at most one compile-and-run
+    assert 0 < res.measure_seconds <= res.search_seconds
     if res.schedule.transforms:
         assert measurer.measure(prog, res.schedule)["ok"]
     assert [t for t, _ in res.trace] == sorted(t for t, _ in res.trace)

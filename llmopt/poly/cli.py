@@ -77,11 +77,11 @@ def make_measurer(args: argparse.Namespace):
 
 def _search_options(args: argparse.Namespace) -> dict:
     options = {"budget_seconds": args.budget_seconds}
-    if args.search in ("beam", "greedy", "beam-model") and args.depth is not None:
+    if args.search in ("beam", "greedy", "beam-model", "mcts-model") and args.depth is not None:
         options["depth"] = args.depth
     if args.search in ("beam", "beam-model") and args.width is not None:
         options["width"] = args.width
-    if args.search == "beam-model" and getattr(args, "cost_model", None):
+    if args.search in ("beam-model", "mcts-model") and getattr(args, "cost_model", None):
         options["model_path"] = args.cost_model
     return options
 
@@ -180,9 +180,10 @@ def _add_schedule(sub) -> None:
     p.add_argument("program", metavar="PROGRAM",
                    help="a benchmark name (blur, heat2d, gemm, ...) or a program JSON file (llmopt/poly/program.py)")
     p.add_argument("--search", type=_search_name, default="beam",
-                   help="search: beam (default), greedy, or beam-model (beam search scored by the cost model)")
+                   help="search: beam (default), greedy, beam-model (beam search scored by the cost model) "
+                        "or mcts-model (MCTS scored by the cost model)")
     p.add_argument("--cost-model", metavar="PATH", default=None,
-                   help="cost model of --search beam-model (default llmopt/poly/data/costmodel.pt)")
+                   help="cost model of --search beam-model / mcts-model (default llmopt/poly/data/costmodel.pt)")
     p.add_argument("-o", "--output", help="write the scheduled program's C here")
     _add_common(p, SCHEDULE_BUDGET)
     add_json_flag(p)

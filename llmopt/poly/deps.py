@@ -17,6 +17,7 @@ against `Dependences.all`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import islpy as isl
@@ -32,9 +33,15 @@ class Dependences:
     war: isl.UnionMap
     waw: isl.UnionMap
 
-    @property
+    @functools.cached_property  # every legality check uses it: unite and coalesce once
     def all(self) -> isl.UnionMap:
         return self.raw.union(self.war).union(self.waw).coalesce()
+
+    @functools.cached_property
+    def fixed(self) -> isl.UnionMap:
+        """`all` without parameters: the context fixes each to one value, so projecting them out
+        loses nothing, and the checks then work on plain integer sets."""
+        return self.all.project_out_all_params().coalesce()
 
     def summary(self) -> dict[str, str]:
         """Readable form (isl text) of each kind, for reports and debugging."""

@@ -14,10 +14,14 @@ Unrolling never changes the order of iterations, so it is always legal where it 
 `Legality(program, cache)` answers `is_legal(schedule)`, `allows(schedule, transform)` and
 `mask(schedule, transforms)` (the RL agent's action mask), computing the dependences once per
 program and memoizing every answer in memory and, when given one, in the harness `ResultCache`
-(key: version, program hash, schedule).
+(key: version, program hash, schedule).  A check costs a few milliseconds of isl: the dependences
+are kept with their parameters projected out (`Dependences.fixed`; the sizes are fixed, so nothing
+is lost) and the schedule map is built bare to match, and the constant sets are parsed once.
 """
 
 from __future__ import annotations
+
+import functools
 
 import islpy as isl
 
@@ -38,11 +42,13 @@ def _vector_set(n: int, clauses: list[str]) -> isl.UnionSet:
     return isl.UnionSet(f"{{ [{names}] : {' or '.join(clauses) if clauses else '1 = 0'} }}")
 
 
+@functools.cache  # a few dozen (n, dim): parsing them was 40% of every check
 def lex_positive(n: int) -> isl.UnionSet:
     """{ x in Z^n : x >lex 0 }."""
     return _vector_set(n, [" and ".join(_zeros(k) + [f"x{k} > 0"]) for k in range(n)])
 
 
+@functools.cache
 def carried_at(n: int, dim: int) -> isl.UnionSet:
     """{ x : x_0..x_{dim-1} = 0 and x_dim != 0 }: differences carried by time dimension `dim`."""
     return _vector_set(n, [" and ".join(_zeros(dim) + [f"x{dim} {op} 0"]) for op in ("<", ">")])
@@ -53,8 +59,8 @@ def time_deltas(deps: isl.UnionMap, sched: isl.UnionMap) -> isl.UnionSet:
     return deps.apply_domain(sched).apply_range(sched).deltas()
 
 
-def _time_dims(sched: isl.UnionMap) -> int:
-    return sched.range().as_set().get_space().dim(isl.dim_type.set)
+def _time_dims(st: State) -> int:
+    return 2 * max(s.depth for s in st.values()) + 1  # schedule_map pads every statement to 2d+1
 
 
 def _restrict(deps: isl.UnionMap, names: set[str], prog: Program) -> isl.UnionMap:
@@ -65,7 +71,7 @@ def _restrict(deps: isl.UnionMap, names: set[str], prog: Program) -> isl.UnionMa
 
 def parallel_ok(prog: Program, st: State, deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
     """Every parallel mark sits on a loop that carries no dependence among its statements."""
-    n = _time_dims(sched)
+    n = _time_dims(st)
     for level in sorted({p for s in st.values() for p in s.parallel}):
         names = {name for name, s in st.items() if level in s.parallel}
         deltas = time_deltas(_restrict(deps, names, prog), sched)
@@ -80,10 +86,10 @@ def check(prog: Program, schedule: Schedule, deps: Dependences | None = None) ->
         st = state(prog, schedule)
     except ScheduleError as err:
         return False, f"not applicable: {err}"
-    every = (deps or dependences(prog)).all
-    sched = schedule_map(prog, st)
+    every = (deps or dependences(prog)).fixed  # parameters projected out, so the bare schedule map fits
+    sched = schedule_map(prog, st, bare=True)
     deltas = time_deltas(every, sched)
-    if not deltas.is_subset(lex_positive(_time_dims(sched))):
+    if not deltas.is_subset(lex_positive(_time_dims(st))):
         return False, "a dependence is reversed"
     if not parallel_ok(prog, st, every, sched):
         return False, "a parallel loop carries a dependence"

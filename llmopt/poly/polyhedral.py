@@ -20,7 +20,10 @@ def params_prefix(prog: Program) -> str:
     return f"[{', '.join(prog.params)}] -> " if prog.params else ""
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse(kind, text: str, what: str):
+    # Memoized: legality and the features parse the same domains and contexts thousands of times,
+    # and islpy objects are immutable (every operation copies), so one parsed object can be shared.
     try:
         return kind(text)
     except isl.Error as err:

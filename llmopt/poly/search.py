@@ -2,12 +2,12 @@
 
 `beam` is the Tiramisu autoscheduler's beam search with execution (paper 002, §5, "BSE"): from the
 original schedule, every node of the beam is expanded by every legal action on every branch
-(`llmopt.poly.actions.action_mask`: Pearl's per-branch actions, "Next" being implicit because all
-branches are expanded), each child is compiled, checked against the reference and timed by the
-`Measurer`, and the `width` fastest children form the beam of the next depth.  `greedy` is the
-same with width 1.  The search stops after `depth` levels, when no child runs, or when
-`budget_seconds` have passed (checked before every expansion and every measurement, so it overruns
-by at most one node's legality checks or one compile-and-run).
+(`children`: Pearl's per-branch actions, "Next" being implicit because all branches are expanded,
+the exact legality of `llmopt.poly.actions.action_mask`), each child is compiled, checked against
+the reference and timed by the `Measurer`, and the `width` fastest children form the beam of the
+next depth.  `greedy` is the same with width 1.  The search stops after `depth` levels, when no
+child runs, or when `budget_seconds` have passed (checked before every expansion and every
+measurement, so it overruns by at most one node's legality checks or one compile-and-run).
 
 What a search returns is never worse than doing nothing: the best schedule starts as the original
 order, timed by `Measurer.baseline_o3` (the same -O3 run every speedup divides), and a child only
@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from llmopt.poly.actions import ACTIONS, NEXT, action_mask, transform
+from llmopt.poly.actions import ACTIONS, NEXT, transform
 from llmopt.poly.emit import kernel_c
 from llmopt.poly.measure import Measurer
 from llmopt.poly.program import Program
@@ -65,6 +65,7 @@ class SearchResult:
     baseline_seconds: float  # the original program at -O3: speedup = baseline_seconds / seconds
     evaluations: int = 0  # schedules measured (cache hits included)
     search_seconds: float = 0.0  # wall-clock time of the search (legality, compiling, running)
+    measure_seconds: float = 0.0  # the part of search_seconds spent compiling and running (baseline included)
     trace: list[tuple[float, float]] = field(default_factory=list)  # (elapsed s, best speedup so far)
 
     @property
@@ -75,6 +76,7 @@ class SearchResult:
         return {"schedule": notation(self.schedule), "transforms": self.schedule.to_list(),
                 "speedup": self.speedup, "seconds": self.seconds, "baseline_seconds": self.baseline_seconds,
                 "evaluations": self.evaluations, "search_seconds": self.search_seconds,
+                "measure_seconds": self.measure_seconds,
                 "trace": [list(p) for p in self.trace]}
 
 
@@ -111,21 +113,35 @@ def notation(schedule: Schedule) -> str:
     return " | ".join(f"{stmt}: {' '.join(acts)}" for stmt, acts in groups) or "identity"
 
 
-def children(prog: Program, measurer: Measurer, schedule: Schedule) -> list[Schedule]:
-    """Every legal one-action extension of `schedule`: each branch, each of the 55 transformations
-    (Next excluded: every branch is expanded), in `KIND_ORDER`."""
+def extensions(prog: Program, schedule: Schedule) -> list[Schedule]:
+    """Every applicable one-action extension of `schedule`, legal or not: each branch, each of the 55
+    transformations (Next excluded: every branch is expanded), in `KIND_ORDER`.  The one action
+    enumeration of the searches; `children` keeps the legal ones, beam-model checks them lazily."""
     try:
         st = state(prog, schedule)
     except ScheduleError:
         return []
-    legality = measurer.legality(prog)
     out: list[tuple[int, Schedule]] = []
     for branch in branches(st):
-        mask = action_mask(legality, schedule, branch[0])
-        for index, (action, ok) in enumerate(zip(ACTIONS, mask, strict=True)):
-            if ok and index != NEXT:
-                out.append((KIND_ORDER.index(action.kind), schedule.then(transform(action, branch[0]))))
+        for action in ACTIONS[:NEXT]:  # Next is the last action
+            child = schedule.then(transform(action, branch[0]))
+            if _applies(prog, child):
+                out.append((KIND_ORDER.index(action.kind), child))
     return [s for _, s in sorted(out, key=lambda pair: pair[0])]
+
+
+def _applies(prog: Program, schedule: Schedule) -> bool:
+    try:
+        state(prog, schedule)
+    except ScheduleError:
+        return False
+    return True
+
+
+def children(prog: Program, measurer: Measurer, schedule: Schedule) -> list[Schedule]:
+    """Every legal one-action extension of `schedule` (`extensions`, exact legality), in `KIND_ORDER`."""
+    legality = measurer.legality(prog)
+    return [child for child in extensions(prog, schedule) if legality.is_legal(child)]
 
 
 class _Run:
@@ -137,6 +153,7 @@ class _Run:
         self.deadline = self.t0 + budget_seconds
         baseline = measurer.baseline_o3(prog)["seconds"]
         self.result = SearchResult(Schedule(), baseline, baseline, trace=[(0.0, 1.0)])
+        self.result.measure_seconds = time.monotonic() - self.t0
         self.seen = {kernel_c(prog, Schedule())}
 
     def expired(self) -> bool:
@@ -154,8 +171,10 @@ class _Run:
 
     def measure(self, schedule: Schedule) -> float:
         """Seconds of `schedule` (inf when it failed); keeps the best."""
+        start = time.monotonic()
         got = self.measurer.measure(self.prog, schedule, cutoff=CUT_FACTOR * self.result.seconds)
         self.result.evaluations += 1
+        self.result.measure_seconds += time.monotonic() - start
         if not got.get("ok"):
             return math.inf
         res = self.result
@@ -214,9 +233,17 @@ def _beam_model(prog: Program, measurer: Measurer, **options) -> SearchResult:
     return beam_model(prog, measurer, **options)
 
 
+def _mcts_model(prog: Program, measurer: Measurer, **options) -> SearchResult:
+    """MCTS scored by the learned cost model (llmopt.poly.costmodel.mcts; imports torch)."""
+    from llmopt.poly.costmodel.mcts import mcts_model
+
+    return mcts_model(prog, measurer, **options)
+
+
 Search = Callable[..., SearchResult]
 
 # name -> search(program, measurer, budget_seconds=..., log=None) -> SearchResult.
 # The RL agent (llmopt.poly.agent) joins with one line here, e.g. `"agent": _agent` where `_agent`
 # imports llmopt.poly.agent lazily; the CLI's --search and the bench's agent column then use it.
-SEARCHES: dict[str, Search] = {"beam": beam, "greedy": greedy, "beam-model": _beam_model}
+SEARCHES: dict[str, Search] = {"beam": beam, "greedy": greedy, "beam-model": _beam_model,
+                               "mcts-model": _mcts_model}

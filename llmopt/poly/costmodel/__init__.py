@@ -13,8 +13,11 @@ The modules, in the order data flows through them:
 - `train`: split by program, MAPE + AdamW + one-cycle, checkpoints, resume
   (`python -m llmopt.poly.costmodel.train DATA --out OUT`);
 - `search`: `beam_model`, beam search scored by the model with the best predictions verified by
-  execution: "beam-model" in `llmopt.poly.search.SEARCHES`.
+  execution: "beam-model" in `llmopt.poly.search.SEARCHES`; legality is checked lazily, only for
+  the children the search keeps;
+- `mcts`: `mcts_model`, Monte Carlo tree search scored by the model, verified the same way:
+  "mcts-model".
 
 The evaluation against beam search with execution (results.json, scatter plot) is
-`eval/costmodel_eval.py`.  torch is imported by `model`, `train` and `search` only.
+`eval/costmodel_eval.py`.  torch is imported by `model`, `train`, `search` and `mcts` only.
 """

@@ -10,12 +10,16 @@ Output folder (`collect(out, ...)`; `python -m llmopt.poly.costmodel.data OUT --
 
     OUT/config.json                 what the numbers depend on (a resumed run must match it)
     OUT/programs/SSS/SEED.jsonl     one finished program: one JSON row per measured schedule
+    OUT/packed/BBBB.jsonl.gz        finished programs of seeds BBBB*100 .. +99, packed (`--pack`)
     OUT/failed.jsonl                programs that did not run as written (seed, error), skipped
 
 A program's file is written atomically (temporary file, then rename) only when all its schedules
 are measured, so the file is both its shard and its done marker: an interrupted job loses at most
 the programs in flight (their measurements stay in the cache), and a re-run skips every program
-that has a file, never writing a row twice.  Rows: `seed`, `hash` (program), `program` (its
+that has a file, never writing a row twice.  `pack(OUT)` moves finished programs into one gzipped
+file per block of 100 seeds (50,000 rows are ~50 MB loose, ~3 MB packed: the packed folder is what
+a repository keeps, so a fresh machine resumes from it); a packed seed counts as done, and a pack
+interrupted between writing a block and deleting its loose files leaves nothing twice.  Rows: `seed`, `hash` (program), `program` (its
 dict), `schedule` (`Schedule.to_list()`), `seconds`, `baseline_seconds`, `speedup`.
 
 Programs run in parallel over `workers` processes, each with its own Measurer on the one SQLite
@@ -28,6 +32,7 @@ hundred rows) to a committed sample folder with a card.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import random
@@ -41,6 +46,7 @@ from llmopt.outputs import write_atomic
 DATA_VERSION = 1
 WALK_STEPS = (1, 6)  # transformations per random schedule (Pearl's episodes and the beam depth: 4)
 P_NEXT = 0.25  # chance of moving on to the next branch instead of transforming this one
+PACK_BLOCK = 100  # seeds per packed file
 
 
 @dataclass(frozen=True)
@@ -176,7 +182,8 @@ def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _check_config(out, cfg)
-    todo = [s for s in seeds if not program_file(out, s).exists()]
+    done = packed_seeds(out) | failed_seeds(out)
+    todo = [s for s in seeds if s not in done and not program_file(out, s).exists()]
     written = 0
     bar = tqdm(total=len(seeds), initial=len(seeds) - len(todo), unit="program", disable=not progress)
     with ProcessPoolExecutor(max(1, workers), initializer=_init_worker, initargs=(cache_path, cfg)) as pool:
@@ -195,24 +202,85 @@ def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = 
     return written
 
 
+def _read_jsonl(path: Path) -> list[dict]:
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def packed_file(out: Path, block: int) -> Path:
+    return out / "packed" / f"{block:04d}.jsonl.gz"
+
+
+def _packed_rows(out: Path) -> dict[int, list[dict]]:
+    """seed -> rows of every packed program (programs with rows; failures are in failed.jsonl)."""
+    by_seed: dict[int, list[dict]] = {}
+    for f in sorted(out.glob("packed/*.jsonl.gz")):
+        for row in _read_jsonl(f):
+            by_seed.setdefault(row["seed"], []).append(row)
+    return by_seed
+
+
+def packed_seeds(out: Path) -> set[int]:
+    return set(_packed_rows(out))
+
+
+def failed_seeds(out: Path) -> set[int]:
+    path = out / "failed.jsonl"
+    return {json.loads(line)["seed"] for line in path.read_text().splitlines() if line.strip()} if path.exists() else set()
+
+
+def _loose_files(out: Path) -> dict[int, Path]:
+    return {int(f.stem): f for f in out.glob("programs/*/*.jsonl")}
+
+
+def _program_rows(out: Path) -> dict[int, list[dict]]:
+    """seed -> rows of every finished program, packed or loose (a packed seed wins over a loose copy)."""
+    rows = _packed_rows(out)
+    for seed, f in _loose_files(out).items():
+        rows.setdefault(seed, _read_jsonl(f))
+    return dict(sorted(rows.items()))
+
+
 def load_rows(data: str | os.PathLike) -> list[dict]:
     """Every row of a collected folder (programs in seed order), or of a sample's samples.jsonl."""
     data = Path(data)
-    files = [data] if data.is_file() else sorted(data.glob("programs/*/*.jsonl")) or sorted(data.glob("*.jsonl"))
-    if not files:
+    if data.is_file():
+        return _read_jsonl(data)
+    rows = [row for program in _program_rows(data).values() for row in program]
+    if not rows:
+        rows = [row for f in sorted(data.glob("*.jsonl")) if f.name != "failed.jsonl" for row in _read_jsonl(f)]
+    if not rows:
         raise UsageError(f"no cost-model data in {data}: collect it with `python -m llmopt.poly.costmodel.data "
                          f"{data} --programs N`")
-    return [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
+    return rows
+
+
+def pack(out: str | os.PathLike) -> int:
+    """Move every loose finished program into its block's packed file; returns the programs moved."""
+    out = Path(out)
+    loose, by_seed = _loose_files(out), _packed_rows(out)
+    for block in sorted({seed // PACK_BLOCK for seed in loose}):
+        seeds = range(block * PACK_BLOCK, (block + 1) * PACK_BLOCK)
+        for seed in seeds:
+            if seed in loose and seed not in by_seed:
+                by_seed[seed] = _read_jsonl(loose[seed])
+        text = "".join(json.dumps(r) + "\n" for seed in seeds for r in by_seed.get(seed, []))
+        # mtime=0: the same programs pack to the same bytes, so a re-pack changes nothing in git.
+        write_atomic(packed_file(out, block), gzip.compress(text.encode(), mtime=0))
+        for seed in seeds:
+            if seed in loose:
+                loose[seed].unlink()
+    return len(loose)
 
 
 def write_sample(data: str | os.PathLike, dest: str | os.PathLike, rows: int = 300) -> int:
     """Copy whole programs (seed order) from `data` until `rows` rows: DEST/samples.jsonl + README.md."""
     data, dest = Path(data), Path(dest)
     picked: list[dict] = []
-    for f in sorted(data.glob("programs/*/*.jsonl")):
+    for program in _program_rows(data).values():
         if len(picked) >= rows:
             break
-        picked += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        picked += program
     cfg = json.loads((data / "config.json").read_text())
     write_atomic(dest / "samples.jsonl", "".join(json.dumps(r) + "\n" for r in picked))
     write_atomic(dest / "README.md", _card(cfg, picked))
@@ -232,8 +300,8 @@ Timings are of the machine that collected them (see `llmopt.poly.measure.machine
 
 Rebuild the full set (about 50,000 schedules) with one command:
 
-    python -m llmopt.poly.costmodel.data runs/costmodel-data --programs 1700 \\
-        --schedules-per-program {cfg['schedules_per_program']} --repeats {cfg['repeats']} --workers 1
+    python -m llmopt.poly.costmodel.data data/poly-costmodel --programs 1800 \\
+        --schedules-per-program {cfg['schedules_per_program']} --repeats {cfg['repeats']} --workers 1 --pack
 """
 
 
@@ -250,7 +318,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", default=None, help="timing cache (default: poly.sqlite in the llmopt cache folder)")
     p.add_argument("--sample", metavar="DEST", help="then copy a small sample (--sample-rows) to DEST")
     p.add_argument("--sample-rows", type=int, default=300)
+    p.add_argument("--pack", action="store_true",
+                   help="then pack finished programs into OUT/packed/*.jsonl.gz (the files to commit)")
+    p.add_argument("--pack-only", action="store_true", help="only pack what is finished; measure nothing")
     args = p.parse_args(argv)
+    if args.pack_only:
+        print(f"packed {pack(args.out)} programs in {args.out}/packed")
+        return 0
     if args.programs < 1 or args.schedules_per_program < 1 or args.repeats < 1 or args.workers < 1:
         raise UsageError("--programs, --schedules-per-program, --repeats and --workers must be at least 1")
     from llmopt.harness.cache import DEFAULT_CACHE_DIR
@@ -259,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     cache = args.cache or str(DEFAULT_CACHE_DIR / "poly.sqlite")
     rows = collect(args.out, range(args.first_seed, args.first_seed + args.programs), cfg, args.workers, cache)
     print(f"{rows} new rows in {args.out}")
+    if args.pack:
+        print(f"packed {pack(args.out)} programs in {args.out}/packed")
     if args.sample:
         print(f"sample: {write_sample(args.out, args.sample, args.sample_rows)} rows in {args.sample}")
     return 0

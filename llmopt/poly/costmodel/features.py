@@ -35,6 +35,7 @@ structure is equal can be batched (`model.CostModel` recurses once per structure
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,12 +155,18 @@ def _op_vector(prog: Program, stmt: Statement) -> list[float]:
     return [squash(c) for c in counts] + [reduction, double, squash(len(stmt.iterators))]
 
 
-def comp_vector(prog: Program, st: State, stmt: Statement) -> list[float]:
-    return _loop_vector(prog, st, stmt.name) + _access_vector(prog, stmt) + _op_vector(prog, stmt)
+def featurizer(prog: Program) -> Callable[[State], Tree]:
+    """The model's input for replayed schedules of `prog`: the assignment and operation vectors do
+    not depend on the schedule, so they are computed once here (most of the time otherwise)."""
+    static = [_access_vector(prog, s) + _op_vector(prog, s) for s in prog.statements]
+
+    def one(st: State) -> Tree:
+        comps = [_loop_vector(prog, st, s.name) + rest for s, rest in zip(prog.statements, static, strict=True)]
+        return Tree(np.array(comps, dtype=np.float32), loop_tree(prog, st))
+
+    return one
 
 
 def featurize(prog: Program, schedule: Schedule) -> Tree:
     """The model's input for `schedule` of `prog` (module docstring); ScheduleError if it does not apply."""
-    st = state(prog, schedule)
-    comps = np.array([comp_vector(prog, st, s) for s in prog.statements], dtype=np.float32)
-    return Tree(comps, loop_tree(prog, st))
+    return featurizer(prog)(state(prog, schedule))

@@ -35,9 +35,9 @@ from torch import nn
 
 from llmopt.errors import LlmoptError
 from llmopt.outputs import atomic_target
-from llmopt.poly.costmodel.features import COMP_FEATURES, Tree, featurize
+from llmopt.poly.costmodel.features import COMP_FEATURES, Tree, featurizer
 from llmopt.poly.program import Program
-from llmopt.poly.schedule import Schedule
+from llmopt.poly.schedule import Schedule, state
 
 MODEL_VERSION = 1
 MAX_LOG_SPEEDUP = 8.0  # |log speedup| softly capped (tanh) near exp(8) ~ 3000x: exp() stays finite, gradients live
@@ -143,7 +143,8 @@ def predict_trees(model: CostModel, trees: Sequence[Tree]) -> np.ndarray:
 
 def predict_many(model: CostModel, prog: Program, schedules: Sequence[Schedule]) -> np.ndarray:
     """Predicted speedup over the untransformed program of each schedule of `prog`."""
-    return predict_trees(model, [featurize(prog, s) for s in schedules])
+    featurize = featurizer(prog)
+    return predict_trees(model, [featurize(state(prog, s)) for s in schedules])
 
 
 def predict(model: CostModel, prog: Program, schedule: Schedule) -> float:

@@ -1,18 +1,26 @@
 """Beam search with the cost model ("BSM", paper 002 §5, Table 2), registered as "beam-model".
 
 The same search as `llmopt.poly.search.beam` (Tiramisu's beam search with execution, "BSE"): from
-the original schedule, every node of the beam is expanded by every legal action on every branch
-(`llmopt.poly.search.children`, the one expansion both searches share), and the `width` best
-children form the next beam, for `depth` levels.  The difference is how a child is scored: by the
-model's predicted speedup (`model.predict_many`, one batched forward pass per beam level), not by
-compiling and running it.  Children are deduplicated by their replayed loop state (equal states
-emit equal code).
+the original schedule, every node of the beam is expanded by every action on every branch
+(`llmopt.poly.search.extensions`, the one action enumeration both searches share), and the `width`
+best legal children form the next beam, for `depth` levels.  The difference is how a child is
+scored: by the model's predicted speedup (`predict_trees`, one batched forward pass per beam
+level), not by compiling and running it.  Children are deduplicated by their replayed loop state
+(equal states emit equal code and are equally legal).
 
-The model can be wrong, so the answer is checked: the `verify` schedules with the best predicted
-speedups over the whole search are measured by the `Measurer` (outputs checked against the
-reference), and a schedule replaces the identity only when it is measured faster by `min_gain`, as
-in `beam`.  So the answer is never slower than the untransformed program, and `evaluations` counts
-only those few executions.
+Legality (exact isl checks, milliseconds each) would cost more than the model if every child were
+checked, so it is checked lazily (`legal_best`): all applicable children are scored, then checked
+in best-predicted-first order only until the beam's `width` slots are filled, and at the end until
+the `verify` best candidates of the whole search are found.  That picks exactly the schedules that
+checking everything first would (the top predictions among the legal children), with a few checks
+per level instead of hundreds.  A child the features cannot describe is dropped as unscorable.
+
+The model can be wrong, so the answer is checked: the `verify` legal schedules with the best
+predicted speedups over the whole search are measured by the `Measurer` (outputs checked against
+the reference), and a schedule replaces the identity only when it is measured faster by
+`min_gain`, as in `beam`.  So the answer is never slower than the untransformed program, and
+`evaluations` counts only those few executions; `SearchResult.measure_seconds` is the time spent
+running (baseline and verification), the rest of `search_seconds` is the model's search.
 
 The model comes from `model_path` (default `DEFAULT_MODEL`, `llmopt/poly/data/costmodel.pt`,
 where a trained model is shipped; `llmopt loops schedule --search beam-model --cost-model PATH`
@@ -22,20 +30,23 @@ models are kept per path, so a bench pays the loading once.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from llmopt.poly.costmodel.data import state_key
+from llmopt.poly.legality import Legality
 from llmopt.poly.measure import Measurer
 from llmopt.poly.program import Program
-from llmopt.poly.schedule import Schedule, state
+from llmopt.poly.schedule import Schedule, State, state
 from llmopt.poly.search import (
     DEFAULT_DEPTH,
     DEFAULT_MIN_GAIN,
     DEFAULT_WIDTH,
     SearchResult,
-    children,
+    extensions,
     notation,
 )
 
@@ -58,41 +69,104 @@ def cached_model(path: str | os.PathLike | None = None):
     return _models[key]
 
 
-def _state_key(prog: Program, schedule: Schedule) -> tuple:
-    from llmopt.poly.costmodel.data import state_key
+def _scored(prog: Program, model, kids: list[tuple[Schedule, State]]) -> list[tuple[float, Schedule]]:
+    """(predicted speedup, child), best first, in one batched forward pass; a child the features
+    cannot describe is dropped, like an illegal one (the model cannot rank it)."""
+    from llmopt.poly.costmodel.features import featurizer
+    from llmopt.poly.costmodel.model import predict_trees
 
-    return state_key(state(prog, schedule))
+    featurize, trees, kept = featurizer(prog), [], []
+    for child, st in kids:
+        try:
+            trees.append(featurize(st))
+        except Exception:  # any failure only means "unscorable", never a crashed search
+            continue
+        kept.append(child)
+    if not kept:
+        return []
+    scores = predict_trees(model, trees)
+    return sorted(zip(scores.tolist(), kept, strict=True), key=lambda pair: -pair[0])
 
 
-def _level(prog: Program, measurer: Measurer, model, frontier: list[Schedule], seen: set,
-           deadline: float) -> list[tuple[float, Schedule]]:
-    """(predicted speedup, child) of the new children of the frontier, best first."""
-    from llmopt.poly.costmodel.model import predict_many
-
-    kids: list[Schedule] = []
+def scored_children(prog: Program, model, frontier: list[Schedule], seen: set, deadline: float
+                    ) -> list[tuple[float, Schedule]]:
+    """(predicted speedup, child) of the new applicable children of the frontier, best first.
+    Legality is not checked here: `legal_best` checks only the few the search keeps."""
+    kids: list[tuple[Schedule, State]] = []
     for parent in frontier:
         if time.monotonic() > deadline:
             break
-        for child in children(prog, measurer, parent):
-            key = _state_key(prog, child)
+        for child in extensions(prog, parent):
+            st = state(prog, child)
+            key = state_key(st)  # legality is a function of the state: deduplicating before checking is exact
             if key not in seen:
                 seen.add(key)
-                kids.append(child)
-    if not kids:
-        return []
-    scores = predict_many(model, prog, kids)
-    return sorted(zip(scores.tolist(), kids, strict=True), key=lambda pair: -pair[0])
+                kids.append((child, st))
+    return _scored(prog, model, kids)
 
 
-def _verify(prog: Program, measurer: Measurer, ranked: list[tuple[float, Schedule]], res: SearchResult,
-            count: int, min_gain: float, t0: float) -> None:
-    """Measure the `count` best predicted schedules; keep one only when it really is faster."""
-    for _, sched in ranked[:count]:
+def legal_best(legality: Legality, ranked: list[tuple[float, Schedule]], count: int) -> list[Schedule]:
+    """The `count` best-predicted legal schedules of `ranked` (best first), checking legality in
+    that order and stopping once they are found: the same answer as checking every one first."""
+    out: list[Schedule] = []
+    for _, sched in ranked:
+        if len(out) >= count:
+            break
+        if legality.is_legal(sched):
+            out.append(sched)
+    return out
+
+
+def _measure(prog: Program, measurer: Measurer, candidates: list[Schedule], res: SearchResult,
+             min_gain: float, t0: float) -> None:
+    """Measure the candidates; keep one only when it really is faster."""
+    for sched in candidates:
+        start = time.monotonic()
         got = measurer.measure(prog, sched)
         res.evaluations += 1
+        res.measure_seconds += time.monotonic() - start
         if got.get("ok") and got["seconds"] < res.seconds * (1 - min_gain):
             res.schedule, res.seconds = sched, got["seconds"]
             res.trace.append((time.monotonic() - t0, res.speedup))
+
+
+def verified(prog: Program, measurer: Measurer, pick: Callable[[Legality, float], list[Schedule]],
+             budget_seconds: float, min_gain: float, log: Callable[[str], None] | None = None) -> SearchResult:
+    """The frame of every search with the model: time the original program, let `pick(legality,
+    deadline)` choose legal candidates on predictions alone, measure them (module docstring)."""
+    t0 = time.monotonic()
+    baseline = measurer.baseline_o3(prog)["seconds"]
+    res = SearchResult(Schedule(), baseline, baseline, trace=[(0.0, 1.0)])
+    res.measure_seconds = time.monotonic() - t0
+    candidates = pick(measurer.legality(prog), t0 + budget_seconds)
+    _measure(prog, measurer, candidates, res, min_gain, t0)
+    res.search_seconds = time.monotonic() - t0
+    if log:
+        log(f"{prog.name}: verified {len(candidates)}: {res.speedup:.2f}x ({notation(res.schedule)}), "
+            f"{res.search_seconds - res.measure_seconds:.1f} s of the {res.search_seconds:.1f} s without running")
+    return res
+
+
+def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_WIDTH, depth: int = DEFAULT_DEPTH,
+                 verify: int = DEFAULT_VERIFY, deadline: float = math.inf,
+                 log: Callable[[str], None] | None = None) -> list[Schedule]:
+    """The beam search on predictions alone: the `verify` best-predicted legal schedules it met,
+    best first.  Every applicable child is scored; legality is checked only for the beam's `width`
+    best per level and the final `verify` (`legal_best`), the same answer as checking them all."""
+    t0 = time.monotonic()
+    frontier, seen, ranked = [Schedule()], {state_key(state(prog, Schedule()))}, []
+    for level in range(1, depth + 1):
+        scored = scored_children(prog, model, frontier, seen, deadline)
+        ranked = sorted(ranked + scored, key=lambda pair: -pair[0])
+        if level < depth and scored and time.monotonic() <= deadline:
+            frontier = legal_best(legality, scored, width)
+        if log:
+            best = f"{scored[0][0]:.2f}x ({notation(scored[0][1])})" if scored else "none"
+            log(f"{prog.name}: depth {level}: {len(scored)} schedules predicted, best {best} (legality unchecked), "
+                f"{legality.computed} legality checks so far, {time.monotonic() - t0:.1f} s")
+        if not scored or time.monotonic() > deadline:
+            break
+    return legal_best(legality, ranked, verify)
 
 
 def beam_model(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, width: int = DEFAULT_WIDTH,
@@ -100,25 +174,9 @@ def beam_model(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, 
                model_path: str | os.PathLike | None = None, log: Callable[[str], None] | None = None
                ) -> SearchResult:
     """Beam search scored by the cost model, the top `verify` predictions measured (module docstring)."""
-    model = cached_model(model_path)
-    t0 = time.monotonic()
-    deadline = t0 + budget_seconds
-    baseline = measurer.baseline_o3(prog)["seconds"]
-    res = SearchResult(Schedule(), baseline, baseline, trace=[(0.0, 1.0)])
-    frontier, seen, ranked = [Schedule()], {_state_key(prog, Schedule())}, []
-    for level in range(1, depth + 1):
-        scored = _level(prog, measurer, model, frontier, seen, deadline)
-        ranked = sorted(ranked + scored, key=lambda pair: -pair[0])
-        if log:
-            best = f"{ranked[0][0]:.2f}x ({notation(ranked[0][1])})" if ranked else "none"
-            log(f"{prog.name}: depth {level}: {len(scored)} schedules predicted, best predicted {best}, "
-                f"{time.monotonic() - t0:.1f} s")
-        if not scored or time.monotonic() > deadline:
-            break
-        frontier = [s for _, s in scored[:width]]
-    _verify(prog, measurer, ranked, res, verify, min_gain, t0)
-    res.search_seconds = time.monotonic() - t0
-    if log:
-        log(f"{prog.name}: verified {min(verify, len(ranked))}: {res.speedup:.2f}x ({notation(res.schedule)})")
-    return res
+    model = cached_model(model_path)  # loaded before the clock starts
 
+    def pick(legality: Legality, deadline: float) -> list[Schedule]:
+        return model_search(prog, legality, model, width, depth, verify, deadline, log)
+
+    return verified(prog, measurer, pick, budget_seconds, min_gain, log)
