@@ -9,10 +9,12 @@ Per benchmark, in one run:
   `llmopt.poly.measure`);
 - **-O3**: the untransformed C at -O3, which is what every speedup divides: its column is 1.0 by
   definition, shown so the table reads as the issue asks;
-- **agent**: filled in only when a search named "agent" is registered in
-  `llmopt.poly.search.SEARCHES` (the RL agent adds itself there with one line); it runs with the
-  same budget on its own fresh cache, and its time is its own search time.  Without it the column
-  reads "n/a": no number is ever made up.
+- **agent**: the trained Pearl agent (search "agent", `llmopt.poly.agent.policy.agent_search`),
+  filled in only when its policy file exists (`--policy`, default the shipped
+  `llmopt/poly/data/agent.pt`); it runs on its own fresh cache, its schedule measured like the
+  others, and its time is the agent's own (`search_seconds - measure_seconds`: walking the policy
+  with its legality checks, not the timing runs).  Without a policy the column reads "n/a": no
+  number is ever made up.
 
 Speedup = untransformed -O3 time / optimized time, each the minimum of `repeats` runs, every
 output checked against the reference by the `Measurer` first; a method's speedup and its baseline
@@ -23,6 +25,7 @@ settings (and machine) skips the benchmarks already done, so an interrupted benc
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -48,11 +51,20 @@ class BenchConfig:
     repeats: int = 30
     threads: int = 2
     small: bool = False
+    policy: str | None = None  # the agent's policy file (default: the shipped one, when it exists)
+
+    def policy_file(self) -> Path | None:
+        from llmopt.poly.agent.policy import DEFAULT_POLICY
+
+        path = Path(self.policy) if self.policy else DEFAULT_POLICY
+        return path if path.exists() else None
 
     def settings(self) -> dict:
         """What the numbers depend on (a resumed run must match it), names aside."""
         d = dataclasses.asdict(self)
         d.pop("names")
+        policy = self.policy_file()
+        d["policy"] = hashlib.sha256(policy.read_bytes()).hexdigest()[:16] if policy else None
         d["width"], d["depth"] = self.width or DEFAULT_WIDTH, self.depth or DEFAULT_DEPTH
         return {**d, "machine": machine_id()}
 
@@ -63,6 +75,8 @@ def _search(name: str, prog, cfg: BenchConfig, log) -> tuple[SearchResult, dict]
     options = {"budget_seconds": cfg.budget_seconds}
     if name == "beam":
         options.update(width=cfg.width or DEFAULT_WIDTH, depth=cfg.depth or DEFAULT_DEPTH)
+    if name == "agent":
+        options.update(policy_path=cfg.policy_file())
     try:
         res = SEARCHES[name](prog, measurer, log=log, **options)
         polly = measurer.baseline_polly(prog) if name == "beam" else {}
@@ -81,10 +95,10 @@ def bench_one(name: str, cfg: BenchConfig, log=print) -> dict:
            "beam_trace": beam.trace, "o3": 1.0,
            "polly": beam.baseline_seconds / polly["seconds"] if polly.get("ok") else None,
            "polly_error": polly.get("error"), "agent": None, "agent_search_seconds": None}
-    if "agent" in SEARCHES:
+    if cfg.policy_file() is not None:
         agent, _ = _search("agent", prog, cfg, log)
         row.update(agent=agent.speedup, agent_schedule=agent.to_dict()["schedule"],
-                   agent_search_seconds=agent.search_seconds)
+                   agent_search_seconds=agent.search_seconds - agent.measure_seconds)
     log(f"{name}: beam {row['beam']:.2f}x in {row['beam_search_seconds']:.0f} s, polly "
         f"{_fmt(row['polly'])}, agent {_fmt(row['agent'])}")
     return row
@@ -118,8 +132,8 @@ def markdown(rows: list[dict], summary: dict, cfg: dict) -> str:
              " sizes)", "",
              f"Speedup over the untransformed program at -O3 (min of {cfg['repeats']} runs, outputs checked), "
              f"{cfg['threads']} OpenMP threads; beam width {cfg['width']}, depth {cfg['depth']}, budget "
-             f"{cfg['budget_seconds']:g} s per benchmark. Agent: n/a until `llmopt.poly.search.SEARCHES` has "
-             "\"agent\".", "", head, "|" + "---|" * 11]
+             f"{cfg['budget_seconds']:g} s per benchmark. Agent: n/a when no policy file "
+             "is given or shipped (llmopt/poly/data/agent.pt).", "", head, "|" + "---|" * 11]
     for r in rows:
         sizes = " ".join(f"{k}={v}" for k, v in r["params"].items())
         lines.append(f"| {r['benchmark']} | {sizes} | {r['o3_seconds'] * 1e3:.4g} | {_fmt(r['beam'])} | "
@@ -152,7 +166,7 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.set_xticks([i + width * (len(methods) - 1) / 2 for i in range(len(labels))], labels, rotation=45, ha="right")
     ax.set_ylabel("speedup over untransformed -O3 (log)")
     if "agent" not in methods:
-        ax.set_title("agent: n/a (no \"agent\" in llmopt.poly.search.SEARCHES)", fontsize=9)
+        ax.set_title("agent: n/a (no trained policy)", fontsize=9)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -225,3 +225,18 @@ def test_train_cli_with_costmodel_reward_and_pretraining_data(measurer, cost_mod
     assert cfg["pretrain_data"] == str(data) and measurer.compiles == compiles
     with pytest.raises(UsageError, match="started with reward costmodel"):
         agent_train.main(args + ["--updates", "2"])  # resuming with the measured reward mixes two curves
+
+
+def test_agent_search_measures_the_greedy_schedule_and_never_loses(measurer, tmp_path):
+    from llmopt.poly.search import SEARCHES
+
+    torch.manual_seed(1)
+    model = ActorCritic(hidden=16, heads=2)
+    save_checkpoint(tmp_path / "agent.pt", model, torch.optim.Adam(model.parameters()), 0, TrainConfig(),
+                    np.random.default_rng(0))
+    prog = benchmark("jacobi2d", small=True)
+    res = SEARCHES["agent"](prog, measurer, policy_path=tmp_path / "agent.pt")
+    greedy = AgentPolicy(tmp_path / "agent.pt").schedule(prog, measurer)
+    assert res.schedule in (greedy, Schedule()) and res.evaluations == 1
+    assert res.seconds <= res.baseline_seconds and check(prog, res.schedule)[0]
+    assert 0 < res.measure_seconds <= res.search_seconds

@@ -64,6 +64,8 @@ def test_bad_program_file_is_one_line_error(tmp_path, capsys, name):
     (["schedule", "gemm", "--budget-seconds", "0"], "seconds must be"),
     (["schedule", "gemm", "-o", "/nonexistent-folder/x.c"], "does not exist"),
     (["pearl-bench", "--benchmarks", "gemm,nosuch"], "unknown benchmark 'nosuch'"),
+    (["schedule", "gemm", "--small", "--no-cache", "--search", "agent", "--policy", "/nonexistent/agent.pt"],
+     "no trained Pearl agent"),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, argv, words):
     assert main(argv) == 2
@@ -79,7 +81,7 @@ def test_small_with_a_program_file_is_refused(tmp_path, capsys):
 
 
 def test_pearl_bench_writes_table_json_chart_and_resumes(tmp_path, capsys):
-    from llmopt.poly.search import SEARCHES
+    from llmopt.poly.agent.policy import DEFAULT_POLICY
 
     out = tmp_path / "bench"
     argv = ["pearl-bench", "--benchmarks", "mvt", *FAST, "--out", str(out)]
@@ -88,7 +90,7 @@ def test_pearl_bench_writes_table_json_chart_and_resumes(tmp_path, capsys):
     row = data["rows"][0]
     assert row["benchmark"] == "mvt" and row["beam"] >= 1.0 and row["o3"] == 1.0
     assert row["beam_search_seconds"] > 0 and row["beam_evaluations"] >= 1
-    if "agent" not in SEARCHES:
+    if not DEFAULT_POLICY.exists():
         assert row["agent"] is None and "n/a" in (out / "bench.md").read_text()
     assert (out / "bench.png").stat().st_size > 1000
     capsys.readouterr()
@@ -102,3 +104,22 @@ def test_bench_defaults_do_not_overwrite_the_committed_results():
 
     args = build_parser().parse_args(["loops", "pearl-bench"])
     assert args.out == "runs/pearl-bench" and args.repeats == 30 and args.benchmarks is None
+
+
+def test_pearl_bench_agent_column_with_a_policy(tmp_path, capsys):
+    import numpy as np
+    import torch
+
+    from llmopt.poly.agent.model import ActorCritic
+    from llmopt.poly.agent.train import TrainConfig, save_checkpoint
+
+    torch.manual_seed(1)
+    model = ActorCritic(hidden=16, heads=2)
+    save_checkpoint(tmp_path / "agent.pt", model, torch.optim.Adam(model.parameters()), 0, TrainConfig(),
+                    np.random.default_rng(0))
+    out = tmp_path / "bench"
+    assert main(["pearl-bench", "--benchmarks", "mvt", *FAST, "--out", str(out), "--policy",
+                 str(tmp_path / "agent.pt")]) == 0
+    row = json.loads((out / "bench.json").read_text())["rows"][0]
+    assert row["agent"] >= 1.0 and 0 < row["agent_search_seconds"] < 60
+    capsys.readouterr()

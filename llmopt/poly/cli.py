@@ -83,6 +83,8 @@ def _search_options(args: argparse.Namespace) -> dict:
         options["width"] = args.width
     if args.search in ("beam-model", "mcts-model") and getattr(args, "cost_model", None):
         options["model_path"] = args.cost_model
+    if args.search == "agent" and getattr(args, "policy", None):
+        options["policy_path"] = args.policy
     return options
 
 
@@ -151,13 +153,14 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 
 def cmd_pearl_bench(args: argparse.Namespace) -> int:
-    """Beam search vs Polly vs -O3 (vs the agent, once registered) on the benchmarks; table + chart."""
+    """Beam search vs Polly vs -O3 (vs the agent, given a policy) on the benchmarks; table + chart."""
     from eval.pearl_bench import BenchConfig, run_bench
     from llmopt.outputs import check_output_dir
 
     out = check_output_dir(args.out)
     cfg = BenchConfig(names=args.benchmarks, budget_seconds=args.budget_seconds, width=args.width,
-                      depth=args.depth, repeats=args.repeats, threads=args.threads, small=args.small)
+                      depth=args.depth, repeats=args.repeats, threads=args.threads, small=args.small,
+                      policy=args.policy)
     run_bench(cfg, out)
     return 0
 
@@ -180,10 +183,12 @@ def _add_schedule(sub) -> None:
     p.add_argument("program", metavar="PROGRAM",
                    help="a benchmark name (blur, heat2d, gemm, ...) or a program JSON file (llmopt/poly/program.py)")
     p.add_argument("--search", type=_search_name, default="beam",
-                   help="search: beam (default), greedy, beam-model (beam search scored by the cost model) "
-                        "or mcts-model (MCTS scored by the cost model)")
+                   help="search: beam (default), greedy, beam-model (beam search scored by the cost model), "
+                        "mcts-model (MCTS scored by the cost model) or agent (the trained Pearl agent's schedule)")
     p.add_argument("--cost-model", metavar="PATH", default=None,
                    help="cost model of --search beam-model / mcts-model (default llmopt/poly/data/costmodel.pt)")
+    p.add_argument("--policy", metavar="PATH", default=None,
+                   help="agent of --search agent: a training checkpoint (default llmopt/poly/data/agent.pt)")
     p.add_argument("-o", "--output", help="write the scheduled program's C here")
     _add_common(p, SCHEDULE_BUDGET)
     add_json_flag(p)
@@ -197,6 +202,8 @@ def _add_bench(sub) -> None:
                    help="comma-separated subset of the benchmarks (default all 13)")
     p.add_argument("--out", default=BENCH_OUT,
                    help=f"output folder (default {BENCH_OUT}; the committed results: --out docs/results/pearl)")
+    p.add_argument("--policy", metavar="PATH", default=None,
+                   help="the agent's policy for its column (default llmopt/poly/data/agent.pt; n/a without one)")
     _add_common(p, BENCH_BUDGET)
     p.set_defaults(func=cmd_pearl_bench)
 

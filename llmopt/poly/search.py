@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from llmopt.poly.actions import ACTIONS, NEXT, transform
 from llmopt.poly.emit import kernel_c
+from llmopt.poly.legality import Legality
 from llmopt.poly.measure import Measurer
 from llmopt.poly.program import Program
 from llmopt.poly.schedule import (
@@ -226,6 +227,38 @@ def greedy(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, dept
     return beam(prog, measurer, budget_seconds, width=1, depth=depth, min_gain=min_gain, log=log)
 
 
+def _measure(prog: Program, measurer: Measurer, candidates: list[Schedule], res: SearchResult,
+             min_gain: float, t0: float) -> None:
+    """Measure the candidates; keep one only when it really is faster."""
+    for sched in candidates:
+        start = time.monotonic()
+        got = measurer.measure(prog, sched)
+        res.evaluations += 1
+        res.measure_seconds += time.monotonic() - start
+        if got.get("ok") and got["seconds"] < res.seconds * (1 - min_gain):
+            res.schedule, res.seconds = sched, got["seconds"]
+            res.trace.append((time.monotonic() - t0, res.speedup))
+
+
+def verified(prog: Program, measurer: Measurer, pick: Callable[[Legality, float], list[Schedule]],
+             budget_seconds: float, min_gain: float, log: Callable[[str], None] | None = None) -> SearchResult:
+    """The frame of every search that picks without running (the cost model's, the agent's): time
+    the original program, let `pick(legality, deadline)` choose legal candidates, measure them and
+    keep one only when it is faster by `min_gain`, so the answer is never slower than the original.
+    `measure_seconds` is the running; the rest of `search_seconds` is the picking."""
+    t0 = time.monotonic()
+    baseline = measurer.baseline_o3(prog)["seconds"]
+    res = SearchResult(Schedule(), baseline, baseline, trace=[(0.0, 1.0)])
+    res.measure_seconds = time.monotonic() - t0
+    candidates = pick(measurer.legality(prog), t0 + budget_seconds)
+    _measure(prog, measurer, candidates, res, min_gain, t0)
+    res.search_seconds = time.monotonic() - t0
+    if log:
+        log(f"{prog.name}: verified {len(candidates)}: {res.speedup:.2f}x ({notation(res.schedule)}), "
+            f"{res.search_seconds - res.measure_seconds:.1f} s of the {res.search_seconds:.1f} s without running")
+    return res
+
+
 def _beam_model(prog: Program, measurer: Measurer, **options) -> SearchResult:
     """Beam search scored by the learned cost model (llmopt.poly.costmodel.search; imports torch)."""
     from llmopt.poly.costmodel.search import beam_model
@@ -240,10 +273,16 @@ def _mcts_model(prog: Program, measurer: Measurer, **options) -> SearchResult:
     return mcts_model(prog, measurer, **options)
 
 
+def _agent(prog: Program, measurer: Measurer, **options) -> SearchResult:
+    """The trained Pearl agent's greedy schedule, measured (llmopt.poly.agent.policy; imports torch)."""
+    from llmopt.poly.agent.policy import agent_search
+
+    return agent_search(prog, measurer, **options)
+
+
 Search = Callable[..., SearchResult]
 
 # name -> search(program, measurer, budget_seconds=..., log=None) -> SearchResult.
-# The RL agent (llmopt.poly.agent) joins with one line here, e.g. `"agent": _agent` where `_agent`
-# imports llmopt.poly.agent lazily; the CLI's --search and the bench's agent column then use it.
+# Searches that import torch are wrapped so that `beam` and `greedy` never load it.
 SEARCHES: dict[str, Search] = {"beam": beam, "greedy": greedy, "beam-model": _beam_model,
-                               "mcts-model": _mcts_model}
+                               "mcts-model": _mcts_model, "agent": _agent}

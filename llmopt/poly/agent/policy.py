@@ -8,7 +8,12 @@ policy's log-probabilities that returns up to k distinct finished schedules, mos
 for a caller that can afford to time k schedules and keep the fastest.
 
 `path` is a training checkpoint (`llmopt.poly.agent.train`) or any file with its "model" and
-"model_config" entries.
+"model_config" entries; the shipped policy is `DEFAULT_POLICY` (`llmopt/poly/data/agent.pt`).
+
+`agent_search` is the agent as a search (`llmopt loops schedule --search agent`, the bench's agent
+column): the greedy schedule (or the policy's `candidates` best, `candidates > 1`), measured through
+`llmopt.poly.search.verified`, kept only when faster than the original program.  Its
+`search_seconds - measure_seconds` is the agent's own time (Pearl: 33 ms a program).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch
 
+from llmopt.errors import LlmoptError
 from llmopt.poly.agent.env import MAX_STEPS
 from llmopt.poly.agent.model import ActorCritic, distribution
 from llmopt.poly.agent.state import graph
@@ -28,6 +34,14 @@ from llmopt.poly.agent.walk import Position, advance, first_legal, legal_mask, s
 from llmopt.poly.measure import Measurer
 from llmopt.poly.program import Program
 from llmopt.poly.schedule import Schedule
+from llmopt.poly.search import DEFAULT_MIN_GAIN, SearchResult, verified
+
+DEFAULT_POLICY = Path(__file__).resolve().parent.parent / "data" / "agent.pt"
+_policies: dict[str, AgentPolicy] = {}
+
+
+class PolicyError(LlmoptError, FileNotFoundError):
+    """A policy file that is missing: the message says how to train one."""
 
 
 @dataclass
@@ -44,8 +58,8 @@ class AgentPolicy:
     def __init__(self, path: str | Path, max_steps: int = MAX_STEPS):
         self.path = Path(path)
         if not self.path.exists():
-            raise FileNotFoundError(f"no trained Pearl agent at {self.path}: train one with "
-                                    "`python -m llmopt.poly.agent.train RUN_DIR`")
+            raise PolicyError(f"no trained Pearl agent at {self.path}: train one with "
+                              "`python -m llmopt.poly.agent.train RUN_DIR` (its checkpoint.pt is the policy)")
         torch.set_num_threads(1)
         ckpt = torch.load(self.path, map_location="cpu", weights_only=False)
         self.model = ActorCritic(**ckpt["model_config"])
@@ -96,3 +110,24 @@ class AgentPolicy:
         for lp, pos, _ in sorted(beams, key=lambda b: -b[0]):
             out.setdefault(json.dumps(pos.schedule.key()), Candidate(pos.schedule, lp))
         return list(out.values())
+
+
+def cached_policy(path: str | Path | None = None) -> AgentPolicy:
+    """The policy at `path` (default DEFAULT_POLICY), loaded once per process."""
+    key = str(Path(path or DEFAULT_POLICY).resolve())
+    if key not in _policies:
+        _policies[key] = AgentPolicy(key)
+    return _policies[key]
+
+
+def agent_search(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, policy_path: str | Path | None = None,
+                 candidates: int = 1, min_gain: float = DEFAULT_MIN_GAIN, log=None) -> SearchResult:
+    """The agent's schedule (or its `candidates` most probable), measured; see the module docstring."""
+    policy = cached_policy(policy_path)
+
+    def pick(legality, deadline: float) -> list[Schedule]:
+        if candidates <= 1:
+            return [policy.schedule(prog, measurer)]
+        return [c.schedule for c in policy.candidates(prog, measurer, candidates)]
+
+    return verified(prog, measurer, pick, budget_seconds, min_gain, log)

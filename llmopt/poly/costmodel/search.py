@@ -48,6 +48,7 @@ from llmopt.poly.search import (
     SearchResult,
     extensions,
     notation,
+    verified,  # noqa: F401  (re-exported: the frame of every search with the model)
 )
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "data" / "costmodel.pt"
@@ -115,36 +116,6 @@ def legal_best(legality: Legality, ranked: list[tuple[float, Schedule]], count: 
         if legality.is_legal(sched):
             out.append(sched)
     return out
-
-
-def _measure(prog: Program, measurer: Measurer, candidates: list[Schedule], res: SearchResult,
-             min_gain: float, t0: float) -> None:
-    """Measure the candidates; keep one only when it really is faster."""
-    for sched in candidates:
-        start = time.monotonic()
-        got = measurer.measure(prog, sched)
-        res.evaluations += 1
-        res.measure_seconds += time.monotonic() - start
-        if got.get("ok") and got["seconds"] < res.seconds * (1 - min_gain):
-            res.schedule, res.seconds = sched, got["seconds"]
-            res.trace.append((time.monotonic() - t0, res.speedup))
-
-
-def verified(prog: Program, measurer: Measurer, pick: Callable[[Legality, float], list[Schedule]],
-             budget_seconds: float, min_gain: float, log: Callable[[str], None] | None = None) -> SearchResult:
-    """The frame of every search with the model: time the original program, let `pick(legality,
-    deadline)` choose legal candidates on predictions alone, measure them (module docstring)."""
-    t0 = time.monotonic()
-    baseline = measurer.baseline_o3(prog)["seconds"]
-    res = SearchResult(Schedule(), baseline, baseline, trace=[(0.0, 1.0)])
-    res.measure_seconds = time.monotonic() - t0
-    candidates = pick(measurer.legality(prog), t0 + budget_seconds)
-    _measure(prog, measurer, candidates, res, min_gain, t0)
-    res.search_seconds = time.monotonic() - t0
-    if log:
-        log(f"{prog.name}: verified {len(candidates)}: {res.speedup:.2f}x ({notation(res.schedule)}), "
-            f"{res.search_seconds - res.measure_seconds:.1f} s of the {res.search_seconds:.1f} s without running")
-    return res
 
 
 def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_WIDTH, depth: int = DEFAULT_DEPTH,
