@@ -15,6 +15,13 @@ its seconds are a lower bound on the schedule's minimum that is already over `s`
 with a looser cut-off (or none) measures again.  `legality(program)` hands out one memoized
 `llmopt.poly.legality.Legality` per program on the same cache.
 
+`paired(program, schedule, rounds)` is the speedup for noisy machines (the cost model's data): the
+untransformed and the scheduled executables run in alternation, `rounds` times `repeats / rounds`
+runs each, and the speedup is the median of the per-round ratios (minimum times of each side).  On
+a shared 2-core machine the minimum of 10 runs of one binary varied up to 2.8x between calls a few
+seconds apart (load from other jobs), so two times taken seconds apart make a noisy ratio; a burst
+that slows one round slows both sides of its ratio, and the median drops the rounds it skews.
+
 Baselines: `baseline_o3(program)` is the original program at `-O3` (the "unoptimized" time that
 speedups divide: speedup = unoptimized time / optimized time), and `baseline_polly(program)` the
 same C with Polly: `clang-19 -O3 -march=native -fopenmp -mllvm -polly -mllvm -polly-parallel
@@ -47,6 +54,7 @@ MEASURE_VERSION = 1
 O3_FLAGS = ["-O3", "-march=native", "-w"]
 POLLY_FLAGS = ["-mllvm", "-polly", "-mllvm", "-polly-parallel", "-mllvm", "-polly-tiling"]
 RTOL = {"double": 1e-6, "float": 1e-4}
+KEPT_REFERENCES = 8  # reference dumps kept per measurer (megabytes each)
 
 
 def machine_id() -> str:
@@ -100,6 +108,7 @@ class Measurer:
         c_file.write_text(source)
         proc = subprocess.run([self._clang, *flags, str(c_file), "-o", str(exe), "-lm"],
                               capture_output=True, text=True, timeout=300)
+        c_file.unlink()  # the work folder keeps executables only (a long job builds tens of thousands)
         self.compiles += 1
         if proc.returncode != 0:
             return "clang failed: " + " ".join(proc.stderr.splitlines()[:3])
@@ -119,13 +128,18 @@ class Measurer:
         seconds = float(proc.stdout.split("seconds", 1)[1].split()[0])
         return Run(True, seconds, dump=dump, cut="\ncut " in proc.stdout)
 
+    def executable(self, prog: Program, schedule: Schedule, flags: list[str]) -> Path | str:
+        """The built program (compiled once per process and kept in the work folder), or clang's error."""
+        stem = make_key(prog.hash(), schedule.key(), flags)[:20]
+        exe = self.workdir / stem
+        return exe if exe.exists() else self.compile(program_c(prog, schedule), flags, stem)
+
     def build_and_run(self, prog: Program, schedule: Schedule, flags: list[str], repeats: int,
                       cutoff: float | None = None) -> Run:
-        stem = make_key(prog.hash(), schedule.key(), flags)[:20]
-        exe = self.compile(program_c(prog, schedule), flags, stem)
+        exe = self.executable(prog, schedule, flags)
         if isinstance(exe, str):
             return Run(False, error=exe)
-        return self.run(exe, repeats, self.workdir / f"{stem}.out", cutoff)
+        return self.run(exe, repeats, exe.with_suffix(".out"), cutoff)
 
     def reference(self, prog: Program) -> Path:
         """The reference output of `prog` (original schedule, -O3), made once per process; its
@@ -139,6 +153,8 @@ class Measurer:
             if timed:
                 self.cache.put(key, {"ok": True, "seconds": ref.seconds})
             self._refs[prog.hash()] = ref.dump
+            while len(self._refs) > KEPT_REFERENCES:  # the oldest program's dump, made again if asked
+                self._refs.pop(next(iter(self._refs))).unlink(missing_ok=True)
         return self._refs[prog.hash()]
 
     def _cached(self, key: str, compute, cutoff: float | None = None) -> dict:
@@ -159,7 +175,9 @@ class Measurer:
         got = self.build_and_run(prog, schedule, flags, self.repeats, cutoff)
         if not got.ok:
             return {"ok": False, "error": got.error}
-        if error := compare_outputs(prog, reference, got.dump):
+        error = compare_outputs(prog, reference, got.dump)
+        _drop_dump(got.dump, reference)
+        if error:
             return {"ok": False, "error": error}
         return {"ok": True, "seconds": got.seconds, **({"cut": True} if got.cut else {})}
 
@@ -169,6 +187,35 @@ class Measurer:
         flags = O3_FLAGS + (["-fopenmp"] if schedule.is_parallel(prog) else [])
         return self._cached(self.key(prog, "schedule", schedule),
                             lambda: self._checked(prog, schedule, flags, cutoff), cutoff)
+
+    def paired(self, prog: Program, schedule: Schedule, rounds: int = 5) -> dict:
+        """{"ok": True, "speedup", "seconds", "baseline_seconds"} of `schedule` over the untransformed
+        program timed in alternation (module docstring), or {"ok": False, "error"}; memoized."""
+        flags = O3_FLAGS + (["-fopenmp"] if schedule.is_parallel(prog) else [])
+        return self._cached(self.key(prog, f"paired{rounds}", schedule),
+                            lambda: self._paired(prog, schedule, flags, rounds))
+
+    def _paired(self, prog: Program, schedule: Schedule, flags: list[str], rounds: int) -> dict:
+        reference = self.reference(prog)
+        base, exe = self.executable(prog, Schedule(), O3_FLAGS), self.executable(prog, schedule, flags)
+        if isinstance(exe, str):
+            return {"ok": False, "error": exe}
+        first = self.run(exe, 0, exe.with_suffix(".out"))  # the output check: no timed runs
+        if not first.ok:
+            return {"ok": False, "error": first.error}
+        error = compare_outputs(prog, reference, first.dump)
+        _drop_dump(first.dump, reference)
+        if error:
+            return {"ok": False, "error": error}
+        per, ratios, base_t, got_t = max(1, self.repeats // rounds), [], [], []
+        for _ in range(rounds):  # base, schedule, base, ...: a load burst slows both sides of a ratio
+            b, g = self.run(base, per, None), self.run(exe, per, None)
+            if not (b.ok and g.ok):
+                return {"ok": False, "error": (g if b.ok else b).error}
+            ratios.append(b.seconds / max(g.seconds, 1e-12))
+            base_t.append(b.seconds)
+            got_t.append(g.seconds)
+        return {"ok": True, "speedup": float(np.median(ratios)), "seconds": min(got_t), "baseline_seconds": min(base_t)}
 
     def baseline_o3(self, prog: Program) -> dict:
         """The original program with plain -O3: the unoptimized time of every speedup."""
@@ -201,6 +248,13 @@ class Measurer:
 
     def close(self) -> None:
         self._tmp.cleanup()
+
+
+def _drop_dump(dump: Path, reference: Path) -> None:
+    """Delete a checked output (megabytes each: a long job would fill the disk), never the reference
+    itself (the original schedule's executable writes to the reference's file)."""
+    if dump != reference:
+        dump.unlink(missing_ok=True)
 
 
 def compare_outputs(prog: Program, reference: Path, got: Path) -> str:

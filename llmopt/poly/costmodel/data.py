@@ -4,7 +4,11 @@ For each seed, `generator.random_program(seed)` is one program; `program_schedul
 identity and up to K-1 distinct random *legal* schedules of it (random walks over Pearl's 56
 actions, `llmopt.poly.agent.walk`), and the `Measurer` times each (outputs checked against the
 reference, memoized in the harness cache, so a re-run or another job asking the same question
-never compiles again).  speedup = untransformed -O3 time / schedule time.
+never compiles again).  speedup = untransformed -O3 time / schedule time, timed in alternation
+(`Measurer.paired`: `rounds` rounds of original then schedule, the median of the per-round
+ratios): on a shared machine two times taken seconds apart vary more than most schedules change
+them (data version 1 timed each side once: its identity schedules measured 0.71x-1.37x, 5th-95th
+percentile, against themselves).  The identity row of every program measures exactly that noise.
 
 Output folder (`collect(out, ...)`; `python -m llmopt.poly.costmodel.data OUT --programs N ...`):
 
@@ -43,7 +47,7 @@ from pathlib import Path
 from llmopt.errors import UsageError, run_main
 from llmopt.outputs import write_atomic
 
-DATA_VERSION = 1
+DATA_VERSION = 2  # 2: speedups timed in alternation with the original (Measurer.paired)
 WALK_STEPS = (1, 6)  # transformations per random schedule (Pearl's episodes and the beam depth: 4)
 P_NEXT = 0.25  # chance of moving on to the next branch instead of transforming this one
 PACK_BLOCK = 100  # seeds per packed file
@@ -57,6 +61,7 @@ class DataConfig:
     repeats: int = 10
     threads: int = 2
     small: bool = False
+    rounds: int = 5  # alternations of original and schedule per measurement (Measurer.paired)
     version: int = DATA_VERSION
 
 
@@ -139,15 +144,16 @@ def measure_program(seed: int) -> dict:
     measurer, cfg = _worker["measurer"], _worker["cfg"]
     prog = random_program(seed, cfg.small)
     try:
-        base = measurer.baseline_o3(prog)["seconds"]
+        measurer.reference(prog)
     except ProgramError as err:
         return {"seed": seed, "rows": [], "error": str(err)}
     rows = []
     for sched in program_schedules(prog, measurer.legality(prog), cfg.schedules_per_program, seed):
-        got = measurer.measure(prog, sched)
+        got = measurer.paired(prog, sched, cfg.rounds)
         if got.get("ok") and got["seconds"] > 0:
             rows.append({"seed": seed, "hash": prog.hash(), "program": prog.to_dict(), "schedule": sched.to_list(),
-                         "seconds": got["seconds"], "baseline_seconds": base, "speedup": base / got["seconds"]})
+                         "seconds": got["seconds"], "baseline_seconds": got["baseline_seconds"],
+                         "speedup": got["speedup"]})
     return {"seed": seed, "rows": rows, "error": None}
 
 
@@ -295,7 +301,8 @@ A committed sample of the cost model's training data (issue 16): {len(rows)} mea
 {programs} random affine programs (`llmopt.poly.generator.random_program(seed)`, seeds in `seed`).
 One JSON row per schedule: `seed`, `hash`, `program` (program dict, `llmopt.poly.program`),
 `schedule` (`Schedule.from_list`), `seconds` (min of {cfg['repeats']} runs, {cfg['threads']} OpenMP
-threads, outputs checked), `baseline_seconds` (untransformed -O3), `speedup` = baseline / seconds.
+threads, outputs checked), `baseline_seconds` (untransformed -O3, timed alongside), `speedup` (median
+over {cfg.get('rounds', 1)} alternating rounds of baseline / schedule time).
 Timings are of the machine that collected them (see `llmopt.poly.measure.machine_id`).
 
 Rebuild the full set (about 50,000 schedules) with one command:
