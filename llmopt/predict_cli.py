@@ -68,6 +68,10 @@ def add_prediction_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--feedback", choices=("fast", "short", "long"), help="add compiler-feedback rounds (thesis ch. 5)")
     p.add_argument("--rounds", type=nonnegative_int, default=2, help="feedback rounds (default 2)")
     p.add_argument("--model", help="model directory (default: the shipped model)")
+    p.add_argument("--int8", action="store_true",
+                   help="run the model's decoder layers with dynamic int8 quantization (faster on CPU, logits differ a little)")
+    p.add_argument("--max-passes", type=positive_int, default=DEFAULTS.max_passes, metavar="N",
+                   help=f"longest pass list the model may generate (default {DEFAULTS.max_passes})")
     p.add_argument("--data", help="dataset directory for --strategy coreset (its train split)")
     p.add_argument("--no-oz-backup", action="store_true", help="keep the best model answer even if -Oz is better")
     p.add_argument("--polish", type=nonnegative_int, default=0, metavar="N",
@@ -104,7 +108,7 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run_predict)
 
 
-def load_lm(path: str | None) -> Any:
+def load_lm(path: str | None, *, int8: bool = False, max_passes: int = DEFAULTS.max_passes) -> Any:
     """The model at `path` (default: the shipped one); a missing model is a UsageError."""
     from llmopt.errors import UsageError
     from llmopt.model.loading import ModelNotFoundError
@@ -112,7 +116,7 @@ def load_lm(path: str | None) -> Any:
     try:
         from llmopt.sampling.lm import PassListLM
 
-        return PassListLM.load(path)
+        return PassListLM.load(path, int8=int8, max_passes=max_passes)
     except ModelNotFoundError as err:
         raise UsageError(str(err)) from None
 
@@ -128,7 +132,7 @@ def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, 
     lm, model = None, None
     train_lists = None
     if needs_model(args.strategy) or args.feedback:
-        lm = load_lm(args.model)
+        lm = load_lm(args.model, int8=args.int8, max_passes=args.max_passes)
         model = lm.path
     if (split_polish(args.strategy) or (args.strategy,))[0] == "coreset":  # coreset or coreset_polishK
         from llmopt.sampling.baselines import Coreset
@@ -142,7 +146,8 @@ def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, 
         except (OSError, ValueError, KeyError) as err:  # pyarrow: not parquet, no `passes` column
             raise UsageError(f"{args.data}: cannot read the train split's pass lists ({one_line(err)})") from None
     config = SamplingConfig(strategy=args.strategy, samples=args.samples, temperature=args.temperature,
-                            top_p=args.top_p, max_branch=args.max_branch, priority=args.priority, seed=args.seed)
+                            top_p=args.top_p, max_branch=args.max_branch, priority=args.priority, seed=args.seed,
+                            max_passes=args.max_passes)
     try:
         strategy = strategy_from_name(args.strategy, lm=lm, config=config, harness=harness, metric=args.metric,
                                       train_pass_lists=train_lists, passes=lm.passes if lm is not None else None,

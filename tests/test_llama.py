@@ -92,6 +92,20 @@ def test_priority_samples_identical_across_engines(example_ir):
     assert samples["torch"] == samples["transformers"] and len(samples["torch"]) == 6
 
 
+def test_int8_keeps_the_greedy_answer(example_ir):
+    """`--int8` quantizes the decoder's linear layers only; on the shipped model the greedy answer is unchanged."""
+    from llmopt.llvm.ir import normalize_ir, split_functions
+
+    fn = normalize_ir(next(iter(split_functions(example_ir)))[1])
+    answers = {}
+    for int8 in (False, True):
+        lm = PassListLM.load(int8=int8, max_passes=12)
+        answers[int8] = strategy_from_name("greedy", lm=lm).sample(fn, 1)[0].passes
+    assert answers[True] == answers[False]
+    assert isinstance(lm.model.model.layers[0].mlp.up_proj, torch.ao.nn.quantized.dynamic.Linear)
+    assert type(lm.model.lm_head) is torch.nn.Linear
+
+
 def test_grouped_query_attention_and_tied_embeddings_match(tmp_path):
     """Config variants the default model does not exercise: GQA, tied embeddings, biases."""
     from transformers import LlamaConfig, LlamaForCausalLM

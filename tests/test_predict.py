@@ -51,6 +51,18 @@ def test_predict_cli_multi_function_module_opt_accepts(tiny_model_dir, tmp_path,
     assert json.loads(capsys.readouterr().out)["instcount"] == report["instcount_result"]
 
 
+def test_predict_cli_int8_and_max_passes(tiny_model_dir, capsys):  # noqa: F811
+    from llmopt.cli import main
+
+    code = main(["predict", str(EXAMPLES / "example.ll"), "--model", str(tiny_model_dir), "--samples", "4", "--int8",
+                 "--max-passes", "2", "--json", "--no-cache", "-v"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    ranked = [c for f in report["functions"] for c in f["candidates"] if c["rank"] is not None]  # -Oz has none
+    assert ranked and all(1 <= len(c["passes"]) <= 2 for c in ranked)
+    assert all(f["instcount_result"] <= f["instcount_oz"] for f in report["functions"])
+
+
 def test_predict_cli_errors(tmp_path, capsys):
     from llmopt.cli import main
 

@@ -40,7 +40,7 @@ ENGINES = ("auto", "torch", "transformers")
 
 
 def load_model(path: str | Path | None = None, *, device: str = "cpu", dtype: Any = None,
-               llvm_version: int | None = None, engine: str = "auto") -> tuple[Any, Any]:
+               llvm_version: int | None = None, engine: str = "auto", int8: bool = False) -> tuple[Any, Any]:
     """(model, tokenizer) from `path`, or from the shipped default model when `path` is None.
 
     The model is in eval mode on `device`.  Pass the LLVM major version in use as
@@ -48,6 +48,7 @@ def load_model(path: str | Path | None = None, *, device: str = "cpu", dtype: An
     `engine`: "torch" runs the plain-PyTorch Llama of `llmopt.model.llama` (inference only, no
     `transformers` import), "transformers" the HF model (needed for training), "auto" (default,
     or $LLMOPT_ENGINE) the first when it supports the model, else the second.
+    `int8`: dynamic int8 quantization of the decoder layers (`quantize_int8`; CPU inference only).
     """
     directory = Path(path) if path is not None else default_model_dir()
     _check_dir(directory, default=path is None)
@@ -64,7 +65,8 @@ def load_model(path: str | Path | None = None, *, device: str = "cpu", dtype: An
         reason = llama.supports(directory)
         if reason is None and dtype is None:
             model = llama.LlamaForInference.from_pretrained(directory)
-            return model.to(device).eval(), InferenceTokenizer(directory)
+            model = model.to(device).eval()
+            return (quantize_int8(model) if int8 else model), InferenceTokenizer(directory)
         if engine == "torch":
             raise ValueError(f"{directory}: the torch engine cannot run this model ({reason or 'dtype given'})")
     from transformers import AutoModelForCausalLM
@@ -74,7 +76,23 @@ def load_model(path: str | Path | None = None, *, device: str = "cpu", dtype: An
     hf_logging.set_verbosity_error()
     model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype)
     model.to(device).eval()
-    return model, load_tokenizer(directory)
+    return (quantize_int8(model) if int8 else model), load_tokenizer(directory)
+
+
+def quantize_int8(model: Any) -> Any:
+    """`model` with the nn.Linear layers of its decoder (`model.model`) dynamically quantized to int8, in place.
+
+    The output head stays in float: its log-probabilities are what Priority Sampling ranks prefixes by,
+    and callers read `lm_head.weight` (a quantized layer has none).
+    """
+    import torch
+    from torch import nn
+
+    with warnings.catch_warnings():  # torch 2.13 marks torch.ao.quantization deprecated (torchao replaces it)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*")
+        torch.ao.quantization.quantize_dynamic(model.model, {nn.Linear}, dtype=torch.qint8, inplace=True)
+    return model
 
 
 def load_meta(path: str | Path | None = None) -> ModelMeta:

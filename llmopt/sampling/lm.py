@@ -61,7 +61,7 @@ class PassListLM:
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, max_passes: int = DEFAULTS.max_passes, threads: int | None = None,
-             engine: str = "auto") -> PassListLM:
+             engine: str = "auto", int8: bool = False) -> PassListLM:
         """Load a model directory (default: the shipped model); raises ModelNotFoundError.
 
         `engine` picks the inference code (`llmopt.model.loading.load_model`): by default the
@@ -69,7 +69,8 @@ class PassListLM:
 
         `threads` (default 1, or $LLMOPT_TORCH_THREADS) sets torch's intra-op threads: the compile
         workers need the other cores, and with oversubscribed cores a small model ran 7-20x slower
-        on 2 threads than on 1 (docs/benchmarks.md, Prediction).
+        on 2 threads than on 1 (docs/benchmarks.md, Prediction).  `int8`: dynamic int8 quantization of the
+        decoder's linear layers (`llmopt.model.loading.quantize_int8`).
         """
         import os
 
@@ -77,7 +78,7 @@ class PassListLM:
 
         torch.set_num_threads(threads or int(os.environ.get("LLMOPT_TORCH_THREADS", "1")))
         meta = load_meta(path)
-        model, tokenizer = load_model(path, engine=engine)
+        model, tokenizer = load_model(path, engine=engine, int8=int8)
         ctx = meta.extra.get("context_length")
         directory = str(path) if path is not None else str(default_model_dir())
         return cls(model, tokenizer, meta.passes, max_passes=max_passes, context_length=ctx, path=directory)
