@@ -68,6 +68,11 @@ def test_logits_match_transformers_with_cache_and_crop(engines, example_ir):
     assert out.past_key_values.get_seq_length() == 130
     out = model(input_ids=ids[:, 130:131], past_key_values=out.past_key_values)
     assert torch.allclose(out.logits[0, 0], ref[130], atol=1e-4)
+    # The prompt's last row alone (logits_to_keep, as both engines take it) is the same row.
+    for engine in (model, hf_model):
+        with torch.no_grad():
+            last = engine(input_ids=ids, logits_to_keep=1).logits[0]
+        assert last.shape[0] == 1 and torch.allclose(last[0], ref[-1], atol=1e-4)
 
 
 def test_greedy_generate_matches_transformers(engines, example_ir):

@@ -121,15 +121,16 @@ class TreeDecoder:
             self._encode_prompt()
 
     @torch.no_grad()
-    def _forward(self, ids: list[int], cache: Any, use_cache: bool = True) -> tuple[torch.Tensor, Any]:
-        """logits (len(ids), vocab) for `ids` appended to `cache` (None: from scratch)."""
+    def _forward(self, ids: list[int], cache: Any, use_cache: bool = True, keep: int = 0) -> tuple[torch.Tensor, Any]:
+        """logits (len(ids), vocab) for `ids` appended to `cache` (None: from scratch); only the last
+        `keep` rows when keep > 0 (both engines take `logits_to_keep`)."""
         input_ids = torch.tensor([ids], dtype=torch.long)
-        out = self.lm.model(input_ids=input_ids, past_key_values=cache, use_cache=use_cache)
+        out = self.lm.model(input_ids=input_ids, past_key_values=cache, use_cache=use_cache, logits_to_keep=keep)
         self.tokens_run += len(ids)
         return out.logits[0].float(), out.past_key_values
 
     def _encode_prompt(self) -> None:
-        logits, self._cache = self._forward(self.prompt_ids, None)
+        logits, self._cache = self._forward(self.prompt_ids, None, keep=1)
         self.memo[()] = torch.log_softmax(logits[-1], dim=-1)
 
     def logprobs(self, tokens: Sequence[int]) -> torch.Tensor:
@@ -139,7 +140,7 @@ class TreeDecoder:
         if hit is not None:
             return hit
         if not self.reuse_cache:
-            logits, _ = self._forward(self.prompt_ids + list(tokens), None, use_cache=False)
+            logits, _ = self._forward(self.prompt_ids + list(tokens), None, use_cache=False, keep=1)
             self.memo[key] = torch.log_softmax(logits[-1], dim=-1)
             return self.memo[key]
         # Longest common prefix with what the working cache holds; run only the rest.
