@@ -196,11 +196,16 @@ class LlamaForInference(nn.Module):
         reason = supports(directory)
         if reason:
             raise ValueError(f"{directory}: cannot run without transformers ({reason})")
-        model = cls(_config(json.loads((directory / "config.json").read_text())))
+        config = _config(json.loads((directory / "config.json").read_text()))
+        with torch.device("meta"):  # no random initialisation of weights the file replaces (~half the load)
+            model = cls(config)
+        model.inv_freq = model.inv_freq.new_empty(0, device="cpu")  # a meta tensor: recomputed below
         state = load_file(str(directory / WEIGHTS_FILE))
         if model.config.tie_word_embeddings or "lm_head.weight" not in state:
             state["lm_head.weight"] = state["model.embed_tokens.weight"]
-        missing, unexpected = model.load_state_dict(state, strict=False)
+        missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+        dim = config.head_dim
+        model.inv_freq = 1.0 / (config.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
         if missing or unexpected:
             raise ValueError(f"{directory}: weights do not match the config (missing {missing[:3]}, "
                              f"unexpected {unexpected[:3]})")
