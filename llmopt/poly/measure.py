@@ -173,25 +173,21 @@ class Measurer:
     def _checked(self, prog: Program, schedule: Schedule, flags: list[str], cutoff: float | None = None) -> dict:
         reference = self.reference(prog)
         got = self.build_and_run(prog, schedule, flags, self.repeats, cutoff)
-        if not got.ok:
-            return {"ok": False, "error": got.error}
-        error = compare_outputs(prog, reference, got.dump)
-        _drop_dump(got.dump, reference)
-        if error:
+        if error := _failure(prog, reference, got):
             return {"ok": False, "error": error}
         return {"ok": True, "seconds": got.seconds, **({"cut": True} if got.cut else {})}
 
     def measure(self, prog: Program, schedule: Schedule, cutoff: float | None = None) -> dict:
         """{"ok": True, "seconds"[, "cut"]} or {"ok": False, "error"}; correctness checked, memoized.
         `cutoff` (seconds): stop timing at the first run slower than that (module docstring)."""
-        flags = O3_FLAGS + (["-fopenmp"] if schedule.is_parallel(prog) else [])
+        flags = schedule_flags(prog, schedule)
         return self._cached(self.key(prog, "schedule", schedule),
                             lambda: self._checked(prog, schedule, flags, cutoff), cutoff)
 
     def paired(self, prog: Program, schedule: Schedule, rounds: int = 5) -> dict:
         """{"ok": True, "speedup", "seconds", "baseline_seconds"} of `schedule` over the untransformed
         program timed in alternation (module docstring), or {"ok": False, "error"}; memoized."""
-        flags = O3_FLAGS + (["-fopenmp"] if schedule.is_parallel(prog) else [])
+        flags = schedule_flags(prog, schedule)
         return self._cached(self.key(prog, f"paired{rounds}", schedule),
                             lambda: self._paired(prog, schedule, flags, rounds))
 
@@ -200,12 +196,7 @@ class Measurer:
         base, exe = self.executable(prog, Schedule(), O3_FLAGS), self.executable(prog, schedule, flags)
         if isinstance(exe, str):
             return {"ok": False, "error": exe}
-        first = self.run(exe, 0, exe.with_suffix(".out"))  # the output check: no timed runs
-        if not first.ok:
-            return {"ok": False, "error": first.error}
-        error = compare_outputs(prog, reference, first.dump)
-        _drop_dump(first.dump, reference)
-        if error:
+        if error := _failure(prog, reference, self.run(exe, 0, exe.with_suffix(".out"))):  # no timed runs
             return {"ok": False, "error": error}
         per, ratios, base_t, got_t = max(1, self.repeats // rounds), [], [], []
         for _ in range(rounds):  # base, schedule, base, ...: a load burst slows both sides of a ratio
@@ -250,11 +241,20 @@ class Measurer:
         self._tmp.cleanup()
 
 
-def _drop_dump(dump: Path, reference: Path) -> None:
-    """Delete a checked output (megabytes each: a long job would fill the disk), never the reference
-    itself (the original schedule's executable writes to the reference's file)."""
-    if dump != reference:
-        dump.unlink(missing_ok=True)
+def schedule_flags(prog: Program, schedule: Schedule) -> list[str]:
+    return O3_FLAGS + (["-fopenmp"] if schedule.is_parallel(prog) else [])
+
+
+def _failure(prog: Program, reference: Path, got: Run) -> str:
+    """"" when `got` ran and its outputs match the reference, else why not.  The checked output is
+    deleted (megabytes each: a long job would fill the disk), never the reference itself (the
+    original schedule's executable writes to the reference's file)."""
+    if not got.ok:
+        return got.error
+    error = compare_outputs(prog, reference, got.dump)
+    if got.dump != reference:
+        got.dump.unlink(missing_ok=True)
+    return error
 
 
 def compare_outputs(prog: Program, reference: Path, got: Path) -> str:
