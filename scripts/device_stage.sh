@@ -4,9 +4,9 @@
 # (ignored; name it in the call's `carry`).
 #
 #   scripts/device_stage.sh stage [DATA_DIR]   # DATA_DIR defaults to data/llmopt-v3
-#   ... device run, carry [".device"], e.g.
-#       PYTHONPATH=. python3 -m training.cli training/configs/v3-small.json \
-#           --set data_dir=.device/data --set out_dir=/tmp/run ... ; then copy results under $OUT
+#   ... device run, carry [".device"]: scripts/device_train.sh trains, exports and packs into $OUT, e.g.
+#       run(command="MINUTES=8 scripts/device_train.sh training/configs/v3-base.json", carry=[".device"])
+#   scripts/device_fetch.sh FILES_AT runs/v3-base-gpu/model   # here: join, check, unpack
 #   scripts/device_stage.sh restore            # put the moved folders back (always run it)
 #
 # Only the working tree changes: the moved folders stay committed, and `restore` moves them back

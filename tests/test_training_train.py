@@ -71,3 +71,18 @@ def test_validation_callback_metrics(data, tmp_path, harness, monkeypatch):
     assert perfect["valid_pass_lists"] == 100 and perfect["instcount_input_mape"] == 0
     assert perfect["instcount_output_mape"] == 0 and perfect["ir_parses"] == 100
     assert perfect["ir_exact_match"] == 100 and perfect["ir_bleu"] == pytest.approx(1.0)
+
+
+def test_max_minutes_stops_like_max_steps(data, tmp_path, capsys):
+    out = tmp_path / "run"
+    final = train(_cfg(data, out, max_steps=10_000, max_minutes=1e-6), progress=False)
+    assert "(max_minutes," in capsys.readouterr().out
+    steps = [int(r["step"]) for r in csv.DictReader((out / "train_log.csv").open())]
+    assert steps == [1]  # at least one step per call, and the last step is logged
+    meta = load_meta(final)
+    assert meta.extra["steps"] == 1 and meta.extra["stop_reason"] == "max_minutes"
+    assert (out / "checkpoint" / "trainer_state.json").exists()
+    load_model(final, engine="torch")
+    # The same command resumes from that checkpoint.
+    train(_cfg(data, out, max_steps=3, max_minutes=0), progress=False)
+    assert load_meta(final).extra["stop_reason"] == "max_steps" and load_meta(final).extra["steps"] == 3

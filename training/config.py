@@ -45,6 +45,8 @@ class TrainConfig:
     batch_size: int = 8
     grad_accum: int = 1
     max_steps: int = 2000
+    max_minutes: float = 0                # wall-clock cap of one train() call, set-up included (0 = none):
+                                          # stops like max_steps (checkpoint, export); the GPU machine's 10-min calls
     lr: float = 1e-3
     min_lr_ratio: float = 0.1
     warmup_steps: int = 100
@@ -68,6 +70,8 @@ class TrainConfig:
 
         if self.target_policy not in POLICIES:
             raise ValueError(f"target_policy must be one of {', '.join(POLICIES)}, got {self.target_policy!r}")
+        if self.max_minutes < 0:
+            raise ValueError(f"max_minutes must be >= 0 (0 = no cap), got {self.max_minutes}")
         if self.target_policy != "best" and self.with_ir:
             raise ValueError(f"target_policy={self.target_policy} needs with_ir=false: the dataset holds the "
                              "optimized IR of the best list only")

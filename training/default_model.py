@@ -87,13 +87,16 @@ def model_card(run: Path, model: Path, data_dir: str, command: str) -> str:
     return "\n".join(lines)
 
 
-def export_default(run: Path, data_dir: str, command: str, target: Path | None = None) -> Path:
-    """Copy the run's best (else final) model into the package with a model card; refuse if > 30 MB."""
+def export_default(run: Path, data_dir: str, command: str, target: Path | None = None, *,
+                   source: Path | None = None, max_bytes: int | None = MAX_BYTES) -> Path:
+    """Copy the run's best (else final) model, or `source`, to `target` (default: into the package) with a
+    model card; refuse if over `max_bytes` (the package's 30 MB; None: no cap)."""
     target = target or default_model_dir()
-    source = run / "best" if (run / "best" / "llmopt.json").exists() else run / "model"
+    if source is None:
+        source = run / "best" if (run / "best" / "llmopt.json").exists() else run / "model"
     size = sum(f.stat().st_size for f in source.iterdir() if f.name in SHIPPED)
-    if size > MAX_BYTES:
-        raise ValueError(f"model is {size / 2**20:.1f} MB, over the {MAX_BYTES / 2**20:.0f} MB budget of the package")
+    if max_bytes is not None and size > max_bytes:
+        raise ValueError(f"model is {size / 2**20:.1f} MB, over the {max_bytes / 2**20:.0f} MB budget of the package")
     target.mkdir(parents=True, exist_ok=True)
     for f in target.iterdir():
         if f.is_file():

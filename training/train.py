@@ -9,7 +9,9 @@ Layout of `out_dir`:
     validation_log.csv    validation loss and ValidationCallback metrics every eval_interval steps
     best/                 the model with the best validation improvement over -Oz
     model/                the final model (HF from_pretrained + tokenizer + llmopt.json)
-Killing the process and running the same command again resumes from the last checkpoint; batches
+`max_minutes` caps one call's wall-clock time (set-up included): the run then stops as at `max_steps`
+(checkpoint, export; the reason is printed and kept in llmopt.json as `stop_reason`), and the same
+command resumes it.  Killing the process and running the same command again resumes from the last checkpoint; batches
 are a function of (seed, step), so the resumed run sees the same data as an uninterrupted one.
 """
 
@@ -204,6 +206,8 @@ class _Trainer:
         from accelerate.utils import set_seed
         from torch.utils.tensorboard import SummaryWriter
 
+        self.started = time.time()  # max_minutes counts from here: set-up (data, tokenizer) included
+        self.stop_reason: str | None = None
         self.cfg, self.out = cfg, Path(cfg.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.accelerator = Accelerator(mixed_precision=cfg.mixed_precision)
@@ -264,7 +268,7 @@ class _Trainer:
                         "lora": cfg.lora.enabled, "parameters": self.n_params, "steps": self.state["step"],
                         "training_tokens": self.state["tokens"], "context_length": cfg.context_length,
                         "data_dir": str(cfg.data_dir), "train_examples": len(self.examples),
-                        "target_policy": cfg.target_policy, **extra})
+                        "target_policy": cfg.target_policy, "stop_reason": self.stop_reason, **extra})
         return m
 
     # ---- validation
@@ -326,6 +330,18 @@ class _Trainer:
             self.writer.add_scalar(f"train/{key}", row[key], row["step"])
         bar.set_postfix(loss=f"{loss_sum:.3f}", tok_s=f"{row['tokens_per_s']:.0f}")
 
+    def _should_stop(self) -> str | None:
+        """"max_steps", "max_minutes" (the wall-clock cap, agreed by all processes) or None: go on."""
+        cfg = self.cfg
+        if self.state["step"] >= cfg.max_steps:
+            return "max_steps"
+        if cfg.max_minutes <= 0:
+            return None
+        late = time.time() - self.started >= cfg.max_minutes * 60
+        if self.accelerator.num_processes > 1:  # one clock decides for all, or they deadlock in save_state
+            late = bool(self.accelerator.reduce(torch.tensor([int(late)], device=self.accelerator.device), "max"))
+        return "max_minutes" if late else None
+
     def run(self, progress: bool) -> Path:
         from tqdm import tqdm
 
@@ -336,7 +352,8 @@ class _Trainer:
         bar = tqdm(total=cfg.max_steps, initial=state["step"], disable=not (progress and main), desc="train")
         # tokens/s counts training compute only (not validation or checkpoint time)
         busy, tokens_log, start = 0.0, 0, time.time()
-        while state["step"] < cfg.max_steps:
+        self.stop_reason = "max_steps" if state["step"] >= cfg.max_steps else None  # else at least one step
+        while self.stop_reason is None:
             t_step = time.time()
             lr = lr_at(state["step"], cfg)
             loss_sum, tokens = self._step(schedule, lr)
@@ -344,7 +361,8 @@ class _Trainer:
             busy += time.time() - t_step
             state["step"] += 1
             bar.update(1)
-            if state["step"] % cfg.log_interval == 0 or state["step"] == cfg.max_steps:
+            self.stop_reason = last = self._should_stop()
+            if state["step"] % cfg.log_interval == 0 or last:
                 epoch = round(state["step"] * cfg.grad_accum * world / schedule.per_epoch, 3)
                 row = {"step": state["step"], "epoch": epoch, "tokens": state["tokens"], "loss": round(loss_sum, 5),
                        "lr": lr, "tokens_per_s": round(tokens_log / max(busy, 1e-9), 1),
@@ -354,9 +372,12 @@ class _Trainer:
                     self._log_step(row, loss_sum, bar)
             if cfg.eval_interval > 0 and state["step"] % cfg.eval_interval == 0:
                 self.validate()
-            if state["step"] % cfg.checkpoint_interval == 0 or state["step"] == cfg.max_steps:
+            if state["step"] % cfg.checkpoint_interval == 0 or last:
                 self.save_checkpoint()
         bar.close()
+        if main:
+            print(f"training stopped at step {state['step']} of {cfg.max_steps} ({self.stop_reason}, "
+                  f"{(time.time() - self.started) / 60:.1f} min)")
         return self._finish()
 
     def _finish(self) -> Path:
