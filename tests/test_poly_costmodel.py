@@ -308,3 +308,15 @@ def test_pack_keeps_every_row_once_and_resume_skips_packed_programs(data_dir, tm
     pack(out)
     assert packed_file(out, 0).read_bytes() == packed and len(gzip.decompress(packed).splitlines()) == len(before)
     assert collect(out, range(3), CFG, workers=1, cache_path=str(out / "cache.sqlite"), progress=False) == 0
+
+
+def test_pack_every_leaves_nothing_loose_during_a_long_job(data_dir, tmp_path):
+    import shutil
+
+    from llmopt.poly.costmodel.data import packed_seeds
+
+    out = tmp_path / "data"
+    shutil.copytree(data_dir, out)
+    new = collect(out, range(4), CFG, workers=1, cache_path=str(out / "cache.sqlite"), progress=False, pack_every=1)
+    assert new > 0 and not list(out.glob("programs/*/*.jsonl"))
+    assert packed_seeds(out) == {0, 1, 2, 3}

@@ -181,8 +181,12 @@ def _check_config(out: Path, cfg: DataConfig) -> None:
 
 
 def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = DataConfig(), workers: int = 1,
-            cache_path: str | None = None, progress: bool = True) -> int:
-    """Measure every seed's program that has no file in `out` yet; returns the rows written now."""
+            cache_path: str | None = None, progress: bool = True, pack_every: int = 0) -> int:
+    """Measure every seed's program that has no file in `out` yet; returns the rows written now.
+
+    pack_every=N packs the finished programs after every N of them, so the committable files keep
+    up with a long job (a session cut off mid-job loses only what is loose).
+    """
     from tqdm import tqdm
 
     out = Path(out)
@@ -190,7 +194,7 @@ def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = 
     _check_config(out, cfg)
     done = packed_seeds(out) | failed_seeds(out)
     todo = [s for s in seeds if s not in done and not program_file(out, s).exists()]
-    written = 0
+    written = finished_now = 0
     bar = tqdm(total=len(seeds), initial=len(seeds) - len(todo), unit="program", disable=not progress)
     with ProcessPoolExecutor(max(1, workers), initializer=_init_worker, initargs=(cache_path, cfg)) as pool:
         pending, queue = set(), list(reversed(todo))
@@ -202,6 +206,9 @@ def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = 
                 result = fut.result()
                 _record(out, result)
                 written += len(result["rows"])
+                finished_now += 1
+                if pack_every and finished_now % pack_every == 0:
+                    pack(out)
                 bar.update(1)
                 bar.set_postfix(rows=written)
     bar.close()
@@ -328,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pack", action="store_true",
                    help="then pack finished programs into OUT/packed/*.jsonl.gz (the files to commit)")
     p.add_argument("--pack-only", action="store_true", help="only pack what is finished; measure nothing")
+    p.add_argument("--pack-every", type=int, default=0, metavar="N",
+                   help="also pack after every N finished programs (long jobs: commit packed/ as it grows)")
     args = p.parse_args(argv)
     if args.pack_only:
         print(f"packed {pack(args.out)} programs in {args.out}/packed")
@@ -338,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
 
     cfg = DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small)
     cache = args.cache or str(DEFAULT_CACHE_DIR / "poly.sqlite")
-    rows = collect(args.out, range(args.first_seed, args.first_seed + args.programs), cfg, args.workers, cache)
+    rows = collect(args.out, range(args.first_seed, args.first_seed + args.programs), cfg, args.workers, cache,
+                   pack_every=max(0, args.pack_every))
     print(f"{rows} new rows in {args.out}")
     if args.pack:
         print(f"packed {pack(args.out)} programs in {args.out}/packed")
