@@ -1,0 +1,56 @@
+"""The cost model's evaluation (issue 16, `python -m eval.costmodel_eval`): on a small benchmark it writes
+results.json with the keys the issue names, the table and the scatter plot, measures every MAPE schedule
+against a verified run, and a rerun with the same settings reuses the finished benchmark."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from eval import costmodel_eval
+from eval.costmodel_eval import EvalConfig, run_eval
+from llmopt.poly.costmodel.data import DataConfig, collect, load_rows
+from llmopt.poly.costmodel.model import CostModel, ModelConfig, save_model
+
+
+@pytest.fixture(scope="module")
+def model_and_data(tmp_path_factory):
+    import torch
+
+    root = tmp_path_factory.mktemp("costmodel-eval")
+    data = root / "data"
+    collect(data, range(2), DataConfig(schedules_per_program=3, repeats=1, small=True), workers=1,
+            cache_path=str(root / "cache.sqlite"), progress=False)
+    torch.manual_seed(0)
+    model = root / "costmodel.pt"
+    # An untrained model is enough here: the test checks the evaluation, not the model's quality.
+    hashes = sorted({r["hash"] for r in load_rows(data)})
+    save_model(CostModel(ModelConfig.tiny()), model, {"fractions": [0.0, 0.0], "seed": 0,
+                                                       "programs": {"train": [], "validation": [], "test": hashes}})
+    return model, data
+
+
+def test_eval_writes_the_issue_keys_and_resumes(model_and_data, tmp_path, monkeypatch):
+    monkeypatch.setattr(costmodel_eval, "DEFAULT_CACHE_DIR", tmp_path / "cache")
+    model, data = model_and_data
+    cfg = EvalConfig(str(model), str(data), benchmarks=["mvt"], small=True, schedules=3, mape_repeats=2,
+                     budget_seconds=5.0, width=2, depth=2, verify=2, repeats=2)
+    out = tmp_path / "out"
+    summary = run_eval(cfg, out, log=lambda *_: None)
+    results = json.loads((out / "results.json").read_text())
+    for key in ("mape_test", "search_speedup", "degradation_pct"):
+        assert key in results and key in summary
+    assert not math.isnan(results["mape_test"]) and results["mape_test"] >= 0
+    row = results["rows"][0]
+    assert row["benchmark"] == "mvt" and 1 <= len(row["points"]) <= 3
+    assert all(measured > 0 and predicted > 0 for measured, predicted in row["points"])
+    assert row["bse_speedup"] >= 1.0 and row["bsm_speedup"] >= 1.0  # both keep the original when nothing wins
+    assert (out / "results.md").read_text().count("mvt") >= 1 and (out / "scatter.png").stat().st_size > 0
+
+    def must_not_run(*_args, **_kwargs):
+        raise AssertionError("a finished benchmark was measured again")
+
+    monkeypatch.setattr(costmodel_eval, "bench_one", must_not_run)
+    assert run_eval(cfg, out, log=lambda *_: None)["mape_test"] == summary["mape_test"]
