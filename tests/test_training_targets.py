@@ -6,11 +6,12 @@ from llmopt.model import default_model_dir, load_tokenizer
 from llmopt.model import format as fmt
 from training.config import config_from_dict
 from training.data import encode_rows, pick_variant
-from training.targets import choose_targets, tying_lists, variant_for
+from training.targets import choose_targets, keep_unimproved, tying_lists, variant_for
 
 O1 = ["default<O1>"]
 O1_CSE = ["default<O1>", "early-cse"]
 O2 = ["default<O2>"]
+OZ = ["default<Oz>"]
 
 
 def _row(passes, ties, best=10, ir="define i32 @f(i32 %a) {\n  ret i32 %a\n}\n"):
@@ -62,3 +63,31 @@ def test_policies_other_than_best_need_answers_without_ir():
         config_from_dict({"target_policy": "random"})
     with pytest.raises(ValueError, match="target_policy must be"):
         config_from_dict({"target_policy": "all", "with_ir": False})
+
+
+def _oz_row(ties, oz=10, best=10):
+    return {"passes": ties[0], "instcount_input": 20, "instcount_oz": oz, "instcount_best": best,
+            "good_lists": [{"passes": t, "instcount": best} for t in ties]}
+
+
+def test_beyond_oz_never_teaches_the_bare_oz_list_when_another_ties():
+    rows = [_oz_row([OZ, O2]), _oz_row([OZ, O2, O1]), _oz_row([OZ])]
+    assert choose_targets(rows, "frequent") == [[OZ], [OZ], [OZ]]  # Oz ties on all three
+    # -Oz is the backup anyway: teach the list that also reaches the best count; Oz only when alone.
+    assert choose_targets(rows, "beyond_oz") == [[O2], [O2], [OZ]]
+    # A function some list improves keeps frequent's label.
+    better = _oz_row([O1_CSE], oz=12, best=10)
+    assert choose_targets([better], "beyond_oz") == choose_targets([better], "frequent") == [[O1_CSE]]
+
+
+def test_keep_unimproved_keeps_every_improved_row_and_a_seeded_share_of_the_rest():
+    improved = [_oz_row([O1], oz=12, best=10 - i % 3) for i in range(50)]
+    unimproved = [_oz_row([OZ, O1]) for _ in range(400)]
+    rows = [r for pair in zip(improved, unimproved[:50], strict=True) for r in pair] + unimproved[50:]
+    kept = keep_unimproved(rows, 0.25, seed=0)
+    assert all(any(k is r for k in kept) for r in improved)
+    assert 60 <= sum(k["instcount_best"] == k["instcount_oz"] for k in kept) <= 140  # ~100 of 400
+    assert [id(r) for r in keep_unimproved(rows, 0.25, seed=0)] == [id(r) for r in kept]  # reproducible
+    assert keep_unimproved(rows, 1.0, seed=0) == rows
+    with pytest.raises(ValueError, match="keep_unimproved"):
+        config_from_dict({"keep_unimproved": 0})

@@ -9,7 +9,7 @@ from llmopt.model import format as fmt
 from llmopt.model import load_meta, load_model
 from training import validation
 from training.config import config_from_dict
-from training.train import lr_at, train
+from training.train import answer_loss, lr_at, train
 from training.validation import ValidationCallback, harness_measure
 
 # A model much smaller than the `tiny` preset keeps the test to seconds.
@@ -33,6 +33,27 @@ def test_lr_schedule():
     cfg = config_from_dict({"lr": 1.0, "warmup_steps": 10, "max_steps": 110})
     assert lr_at(0, cfg) == pytest.approx(0.1) and lr_at(9, cfg) == pytest.approx(1.0)
     assert lr_at(60, cfg) == pytest.approx(0.55) and lr_at(110, cfg) == pytest.approx(0.1)
+
+
+def test_answer_loss_is_the_models_loss_on_the_answer_tokens():
+    import torch
+    from transformers import LlamaForCausalLM
+
+    from training.presets import llama_config
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(llama_config("tiny", 300, **SMALL))
+    ids = torch.randint(5, 300, (3, 40))
+    labels = torch.full_like(ids, -100)
+    mask = torch.ones_like(ids)
+    for row, (start, end) in enumerate([(30, 40), (20, 33), (25, 28)]):  # answers end where padding starts
+        labels[row, start:end] = ids[row, start:end]
+        mask[row, end:] = 0
+    batch = {"input_ids": ids, "labels": labels, "attention_mask": mask}
+    ours = answer_loss(model, batch)
+    ours.backward()
+    assert float(ours) == pytest.approx(float(model(**batch).loss), rel=1e-5)
+    assert model.model.layers[0].self_attn.q_proj.weight.grad is not None
 
 
 def test_train_resume_export(data, tmp_path):

@@ -31,7 +31,8 @@ class TrainConfig:
     out_dir: str = "runs/tiny"
     max_train_examples: int | None = None
     with_ir: bool = True                  # False: answer without optimized IR (thesis Fig. 4.18 ablation)
-    target_policy: str = "best"           # best | frequent | random: which tying list a row teaches (targets.py)
+    target_policy: str = "best"           # best | frequent | random | beyond_oz: which tying list a row teaches
+    keep_unimproved: float = 1.0          # fraction of the train rows whose best is -Oz's count that are kept
     # tokenizer: an existing llmopt tokenizer/model dir, or None to train one into out_dir/tokenizer
     tokenizer: str | None = None
     tokenizer_vocab_size: int = 4096
@@ -70,6 +71,8 @@ class TrainConfig:
 
         if self.target_policy not in POLICIES:
             raise ValueError(f"target_policy must be one of {', '.join(POLICIES)}, got {self.target_policy!r}")
+        if not 0.0 < self.keep_unimproved <= 1.0:
+            raise ValueError(f"keep_unimproved must be in (0, 1], got {self.keep_unimproved}")
         if self.max_minutes < 0:
             raise ValueError(f"max_minutes must be >= 0 (0 = no cap), got {self.max_minutes}")
         if self.target_policy != "best" and self.with_ir:

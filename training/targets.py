@@ -7,7 +7,10 @@ autotuner's pick among them is close to arbitrary.  Three policies:
 * `frequent` -- among the shortest tying lists, the one that ties on the most training functions, so
                 equivalent functions get the same label and the model's probability mass is not split
                 over lists that are interchangeable (better for Priority Sampling's unique samples);
-* `random`   -- a tying list drawn afresh every epoch (up to `MAX_VARIANTS`), teaching the whole set.
+* `random`   -- a tying list drawn afresh every epoch (up to `MAX_VARIANTS`), teaching the whole set;
+* `beyond_oz` -- `frequent`, but never the bare `default<Oz>` when another list ties: -Oz is always
+                compiled as the backup (predict, eval with -Oz backup), so a sample spent on it is
+                wasted, and a function -Oz already solves teaches the most common list that also does.
 
 Only `best` can keep the optimized IR in the answer: the dataset stores the IR of that list alone.
 """
@@ -18,7 +21,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-POLICIES = ("best", "frequent", "random")
+POLICIES = ("best", "frequent", "random", "beyond_oz")
+OZ_ONLY = ("default<Oz>",)
 MAX_VARIANTS = 8  # tying lists taught per function under `random`
 
 
@@ -50,11 +54,29 @@ def choose_targets(rows: Sequence[dict[str, Any]], policy: str) -> list[list[lis
     out = []
     for row in rows:
         ties = tying_lists(row)
+        if policy == "beyond_oz" and len(ties) > 1:
+            ties = [t for t in ties if t != OZ_ONLY]
         shortest = min(len(t) for t in ties)
         # Most frequent first; equal frequency keeps the autotuner's order (own list first).
         pick = max((t for t in ties if len(t) == shortest), key=lambda t: wins[t])
         out.append([list(pick)])
     return out
+
+
+def improves_on_oz(row: dict[str, Any]) -> bool:
+    """True when the row's best list beats `default<Oz>` (the functions a model can win on)."""
+    return row["instcount_best"] < row["instcount_oz"]
+
+
+def keep_unimproved(rows: Sequence[dict[str, Any]], fraction: float, seed: int) -> list[dict[str, Any]]:
+    """Every row whose best beats -Oz, and a seeded `fraction` of the others (whose label a model under
+    -Oz backup cannot win anything on: they cost training time and teach mostly the -Oz prior)."""
+    if fraction >= 1.0:
+        return list(rows)
+    import random
+
+    rng = random.Random(seed)
+    return [r for r in rows if improves_on_oz(r) or rng.random() < fraction]
 
 
 def variant_for(n_variants: int, seed: int, epoch: int, row_index: int) -> int:

