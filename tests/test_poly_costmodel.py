@@ -320,3 +320,38 @@ def test_pack_every_leaves_nothing_loose_during_a_long_job(data_dir, tmp_path):
     new = collect(out, range(4), CFG, workers=1, cache_path=str(out / "cache.sqlite"), progress=False, pack_every=1)
     assert new > 0 and not list(out.glob("programs/*/*.jsonl"))
     assert packed_seeds(out) == {0, 1, 2, 3}
+
+
+@pytest.fixture
+def ray_shutdown(monkeypatch):
+    ray = pytest.importorskip("ray")
+    assert not ray.is_initialized()
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_executor_writes_the_rows_the_local_one_writes(data_dir, ray_shutdown, tmp_path):
+    out = tmp_path / "ray"
+    cache = str(tmp_path / "cache.sqlite")  # a fresh cache: the Ray workers measure, not read the local rows
+    # No ray.init here: collect starts the local Ray itself, as the command does without --address.
+    new = collect(out, range(2), CFG, cache_path=cache, progress=False, executor="ray")
+
+    def key(rows):
+        return sorted((r["seed"], r["hash"], json.dumps(r["schedule"])) for r in rows)
+
+    local = [r for r in load_rows(data_dir) if r["seed"] in (0, 1)]
+    assert new == len(local) and key(load_rows(out)) == key(local)
+    assert all(r["speedup"] > 0 for r in load_rows(out))
+    assert collect(out, range(2), CFG, cache_path=cache, progress=False, executor="ray") == 0  # resumes
+
+
+def test_ray_executor_with_a_wrong_address_is_a_quick_one_line_error(tmp_path):
+    pytest.importorskip("ray")
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "llmopt.poly.costmodel.data", str(tmp_path / "data"), "--programs",
+                           "1", "--small", "--executor", "ray", "--address", "127.0.0.1:1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and time.monotonic() - start < 30
+    assert proc.stderr.startswith("error: cannot reach a Ray cluster at 127.0.0.1:1")
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

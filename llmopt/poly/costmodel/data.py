@@ -28,9 +28,11 @@ dict), `schedule` (`Schedule.to_list()`), `seconds`, `baseline_seconds`, `speedu
 
 Programs run in parallel over `workers` processes, each with its own Measurer on the one SQLite
 cache.  Timings share the machine: keep workers * threads at most the number of cores, or the
-speedups are noisy.  The random walks are seeded per program (seed, K), so the same command gives
-the same schedules.  `write_sample(OUT, DEST, rows)` copies the first finished programs (a few
-hundred rows) to a committed sample folder with a card.
+speedups are noisy.  `--executor ray` (`--address HOST:PORT`, default a local Ray) runs one Ray task
+per program instead, each owning `threads` CPUs; the driver writes the files either way, so a
+program's rows never depend on where it ran.  The random walks are seeded per program (seed, K), so
+the same command gives the same schedules.  `write_sample(OUT, DEST, rows)` copies the first
+finished programs (a few hundred rows) to a committed sample folder with a card.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ import random
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
-from llmopt.errors import UsageError, run_main
+from llmopt.errors import UsageError, one_line, run_main
 from llmopt.outputs import write_atomic
 
 DATA_VERSION = 2  # 2: speedups timed in alternation with the original (Measurer.paired)
@@ -180,22 +183,59 @@ def _check_config(out: Path, cfg: DataConfig) -> None:
         write_atomic(path, json.dumps(asdict(cfg), indent=1) + "\n")
 
 
+class _Recorder:
+    """Records finished programs the same way for every executor: the program's file (`_record`), the
+    rows count, the periodic pack and the progress bar."""
+
+    def __init__(self, out: Path, total: int, todo: int, progress: bool, pack_every: int):
+        from tqdm import tqdm
+
+        self.out, self.pack_every, self.written, self.finished = out, pack_every, 0, 0
+        self.bar = tqdm(total=total, initial=total - todo, unit="program", disable=not progress)
+
+    def record(self, result: dict) -> None:
+        _record(self.out, result)
+        self.written += len(result["rows"])
+        self.finished += 1
+        if self.pack_every and self.finished % self.pack_every == 0:
+            pack(self.out)
+        self.bar.update(1)
+        self.bar.set_postfix(rows=self.written)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
 def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = DataConfig(), workers: int = 1,
-            cache_path: str | None = None, progress: bool = True, pack_every: int = 0) -> int:
+            cache_path: str | None = None, progress: bool = True, pack_every: int = 0, executor: str = "local",
+            address: str | None = None) -> int:
     """Measure every seed's program that has no file in `out` yet; returns the rows written now.
 
     pack_every=N packs the finished programs after every N of them, so the committable files keep
-    up with a long job (a session cut off mid-job loses only what is loose).
+    up with a long job (a session cut off mid-job loses only what is loose).  executor="ray" runs
+    one Ray task per program on the cluster at `address` (None: a local Ray); `workers` is then unused.
     """
-    from tqdm import tqdm
-
+    if executor not in ("local", "ray"):
+        raise UsageError(f"unknown executor {executor!r}: use local or ray")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _check_config(out, cfg)
     done = packed_seeds(out) | failed_seeds(out)
     todo = [s for s in seeds if s not in done and not program_file(out, s).exists()]
-    written = finished_now = 0
-    bar = tqdm(total=len(seeds), initial=len(seeds) - len(todo), unit="program", disable=not progress)
+    if executor == "ray" and todo:
+        _connect_ray(address, cfg)  # before the progress bar: a wrong --address is one line on stderr
+    recorder = _Recorder(out, len(seeds), len(todo), progress, pack_every)
+    try:
+        if todo:
+            run = _collect_ray if executor == "ray" else _collect_local
+            run(todo, cfg, cache_path, recorder, workers=workers)
+    finally:
+        recorder.close()
+    return recorder.written
+
+
+def _collect_local(todo: list[int], cfg: DataConfig, cache_path: str | None, recorder: _Recorder,
+                   workers: int) -> None:
     with ProcessPoolExecutor(max(1, workers), initializer=_init_worker, initargs=(cache_path, cfg)) as pool:
         pending, queue = set(), list(reversed(todo))
         while queue or pending:
@@ -203,16 +243,78 @@ def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = 
                 pending.add(pool.submit(measure_program, queue.pop()))
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
-                result = fut.result()
-                _record(out, result)
-                written += len(result["rows"])
-                finished_now += 1
-                if pack_every and finished_now % pack_every == 0:
-                    pack(out)
-                bar.update(1)
-                bar.set_postfix(rows=written)
-    bar.close()
-    return written
+                recorder.record(fut.result())
+
+
+def _connect_ray(address: str | None, cfg: DataConfig) -> None:
+    """ray.init on `address` (None: $RAY_ADDRESS, else a new local Ray), and a cluster that can run a task."""
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address and address != "local":
+        from data_pipeline.ray_connect import connect_ray  # a JobError: an LlmoptError, printed as one line
+
+        connect_ray(SimpleNamespace(address=address))  # a bounded wait: a wrong address fails in seconds
+    else:
+        try:
+            import ray
+        except ImportError:
+            raise UsageError('--executor ray needs Ray: pip install "ray[default]"') from None
+        if not ray.is_initialized():
+            # Here, not in connect_ray's helper thread: the processes of a local Ray are started with
+            # PR_SET_PDEATHSIG, so they are killed when the *thread* that started them ends (the tasks
+            # then fail after a 60 s wait for the GCS).
+            try:
+                ray.init(log_to_driver=False)
+            except Exception as err:  # noqa: BLE001 - one line for the user
+                raise UsageError(f"cannot start a local Ray: {one_line(err)}") from None
+    import ray
+
+    cpus = int(ray.cluster_resources().get("CPU", 0))
+    if cpus < max(1, cfg.threads):  # a task Ray can never place would wait forever
+        raise UsageError(f"the Ray cluster has {cpus} CPUs; a program measured with --threads {cfg.threads} "
+                         f"needs {cfg.threads}")
+
+
+def _collect_ray(todo: list[int], cfg: DataConfig, cache_path: str | None, recorder: _Recorder,
+                 workers: int) -> None:
+    """One Ray task per program (Ray already connected); the driver owns the files (tasks only return rows)."""
+    import ray
+
+    # A timed run uses `threads` OpenMP threads: a task must own that many cores, or concurrent tasks
+    # share cores and the timings (and so the speedups) are noisy.
+    per_task = max(1, cfg.threads)
+    cpus = int(ray.cluster_resources().get("CPU", 0))
+    if cache_path:
+        from llmopt.harness.cache import open_cache
+
+        open_cache(cache_path)  # create the file and switch it to WAL once, before the tasks open it
+    # By its module's name: run as `python -m`, this module is __main__, which Ray would pickle by value.
+    from llmopt.poly.costmodel.data import _ray_measure
+
+    remote = ray.remote(num_cpus=per_task)(_ray_measure)
+    limit = 2 * max(1, cpus // per_task)  # queued tasks: enough to keep the cluster busy, not all programs
+    pending: dict = {}
+    queue = list(reversed(todo))
+    try:
+        while queue or pending:
+            while queue and len(pending) < limit:
+                seed = queue.pop()
+                pending[remote.remote(seed, cache_path, asdict(cfg))] = seed
+            finished, _ = ray.wait(list(pending), num_returns=1)
+            pending.pop(finished[0])
+            recorder.record(ray.get(finished[0]))
+    finally:
+        for ref in pending:  # interrupted or failed: stop the rest (finished measurements stay cached)
+            ray.cancel(ref)
+
+
+def _ray_measure(seed: int, cache_path: str | None, cfg: dict) -> dict:
+    """measure_program in a Ray worker process: its Measurer is made once per process, as `_init_worker`
+    makes it for a local worker (again only when a task brings another cache or config)."""
+    key = (cache_path, json.dumps(cfg, sort_keys=True))
+    if _worker.get("key") != key:
+        _init_worker(cache_path, DataConfig(**cfg))
+        _worker["key"] = key
+    return measure_program(seed)
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -328,6 +430,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=DataConfig.repeats, help="timed runs per schedule (minimum kept)")
     p.add_argument("--threads", type=int, default=DataConfig.threads, help="OpenMP threads of a run")
     p.add_argument("--workers", type=int, default=1, help="programs measured at once (processes)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: --workers processes here; ray: one Ray task per program, --threads CPUs each")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster of --executor ray (HOST:PORT or ray://HOST:PORT; default: $RAY_ADDRESS, "
+                   "else a new local Ray)")
     p.add_argument("--small", action="store_true", help="test-size programs (microseconds)")
     p.add_argument("--cache", default=None, help="timing cache (default: poly.sqlite in the llmopt cache folder)")
     p.add_argument("--sample", metavar="DEST", help="then copy a small sample (--sample-rows) to DEST")
@@ -341,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.pack_only:
         print(f"packed {pack(args.out)} programs in {args.out}/packed")
         return 0
+    if args.address and args.executor != "ray":
+        raise UsageError("--address is the Ray cluster of --executor ray")
     if args.programs < 1 or args.schedules_per_program < 1 or args.repeats < 1 or args.workers < 1:
         raise UsageError("--programs, --schedules-per-program, --repeats and --workers must be at least 1")
     from llmopt.harness.cache import DEFAULT_CACHE_DIR
@@ -348,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small)
     cache = args.cache or str(DEFAULT_CACHE_DIR / "poly.sqlite")
     rows = collect(args.out, range(args.first_seed, args.first_seed + args.programs), cfg, args.workers, cache,
-                   pack_every=max(0, args.pack_every))
+                   pack_every=max(0, args.pack_every), executor=args.executor, address=args.address)
     print(f"{rows} new rows in {args.out}")
     if args.pack:
         print(f"packed {pack(args.out)} programs in {args.out}/packed")
