@@ -107,3 +107,20 @@ def test_max_minutes_stops_like_max_steps(data, tmp_path, capsys):
     # The same command resumes from that checkpoint.
     train(_cfg(data, out, max_steps=3, max_minutes=0), progress=False)
     assert load_meta(final).extra["stop_reason"] == "max_steps" and load_meta(final).extra["steps"] == 3
+
+
+def test_model_card_evaluation_table_reads_eval_results(tmp_path):
+    import json
+
+    from training.default_model import evaluation_table
+
+    def cell(raw, backup):
+        return {"overall_improvement_pct": raw, "oz_backup": {"overall_improvement_pct": backup}}
+
+    (tmp_path / "results.json").write_text(json.dumps({
+        "dataset": "data/x:test", "n_functions": 3, "samples": [1, 30],
+        "methods": {"priority": {"samples": {"1": cell(-2.0, 0.5), "30": cell(1.0, 2.25)}},
+                    "autotuner": {"samples": {"1": cell(2.7, 2.7)}}}}))
+    lines = evaluation_table(tmp_path)
+    assert "3 functions of `data/x:test`" in lines[0]
+    assert "| priority | 0.50 | 2.25 |" in lines and "| autotuner | 2.70 |  |" in lines  # backup column, gaps kept

@@ -49,7 +49,22 @@ def _dataset_name(directory: Path) -> str:
     return f"`{shown}`" + (f" ({titles[0].lstrip('# ')})" if titles else "")
 
 
-def model_card(run: Path, model: Path, data_dir: str, command: str) -> str:
+def evaluation_table(eval_dir: Path) -> list[str]:
+    """Markdown lines: `llmopt eval`'s improvement over -Oz (with -Oz backup) per method and budget, from
+    `eval_dir/results.json`, so the card carries the numbers the model was shipped on."""
+    results = json.loads((eval_dir / "results.json").read_text())
+    ks = [str(k) for k in results["samples"]]
+    shown = eval_dir.relative_to(REPO) if eval_dir.resolve().is_relative_to(REPO) else eval_dir
+    lines = [f"## Evaluation (`{shown}`: {results['n_functions']} functions of `{results['dataset']}`)", "",
+             "Improvement over -Oz in % of instructions, with -Oz backup, at k samples (compilations) per function:",
+             "", "| method | " + " | ".join(f"@{k}" for k in ks) + " |", "|---|" + "---|" * len(ks)]
+    for method, entry in results["methods"].items():
+        cells = [entry["samples"].get(k, {}).get("oz_backup", {}).get("overall_improvement_pct") for k in ks]
+        lines.append(f"| {method} | " + " | ".join("" if c is None else f"{c:.2f}" for c in cells) + " |")
+    return lines
+
+
+def model_card(run: Path, model: Path, data_dir: str, command: str, evaluation: Path | None = None) -> str:
     meta = ModelMeta.load(model)
     extra = meta.extra
     val = extra.get("validation") or {}
@@ -62,7 +77,7 @@ def model_card(run: Path, model: Path, data_dir: str, command: str) -> str:
         "",
         "A small decoder-only Llama trained from scratch to predict LLVM `opt` pass lists that minimise the IR",
         "instruction count (thesis ch. 4 recipe, scaled down to CPU). Prompt: normalized input IR; answer: pass list,",
-        "instruction counts before/after, optimized IR (`llmopt/model/format.py`).",
+        "instruction counts before/after" + (", optimized IR" if meta.with_ir else "") + " (`llmopt/model/format.py`).",
         "",
         "| | |", "|---|---|",
         f"| architecture | LlamaForCausalLM, preset `{extra.get('preset')}`, {extra.get('parameters', 0) / 1e6:.2f}M parameters |",
@@ -72,6 +87,7 @@ def model_card(run: Path, model: Path, data_dir: str, command: str) -> str:
         f"| data | {datasets}, {extra.get('train_examples')} training examples |",
         f"| training | {extra.get('steps')} steps, {extra.get('training_tokens', 0) / 1e6:.1f}M training tokens |",
         f"| answer includes optimized IR | {meta.with_ir} |",
+        f"| labels | target policy `{extra.get('target_policy', 'best')}` (`training/targets.py`) |",
         "| inference | `llmopt.model.llama` (plain PyTorch, no `transformers` import); "
         "`transformers.AutoModelForCausalLM` loads the same files |",
         "",
@@ -81,6 +97,8 @@ def model_card(run: Path, model: Path, data_dir: str, command: str) -> str:
         "",
     ]
     lines += [f"- {k}: {v:.3f}" for k, v in val.items()] or ["- (none recorded)"]
+    if evaluation is not None:
+        lines += ["", *evaluation_table(evaluation)]
     lines += ["", "## Reproduce", "", "```", command, "```", "",
               f"Training logs: `{run.relative_to(REPO) if run.is_relative_to(REPO) else run}/train_log.csv` and "
               "`validation_log.csv` (copies and the curve: `docs/results/training/`).", ""]
@@ -88,7 +106,7 @@ def model_card(run: Path, model: Path, data_dir: str, command: str) -> str:
 
 
 def export_default(run: Path, data_dir: str, command: str, target: Path | None = None, *,
-                   source: Path | None = None, max_bytes: int | None = MAX_BYTES) -> Path:
+                   source: Path | None = None, max_bytes: int | None = MAX_BYTES, evaluation: Path | None = None) -> Path:
     """Copy the run's best (else final) model, or `source`, to `target` (default: into the package) with a
     model card; refuse if over `max_bytes` (the package's 30 MB; None: no cap)."""
     target = target or default_model_dir()
@@ -104,7 +122,7 @@ def export_default(run: Path, data_dir: str, command: str, target: Path | None =
     for name in SHIPPED:
         if (source / name).exists():
             shutil.copy2(source / name, target / name)
-    (target / "README.md").write_text(model_card(run, source, data_dir, command))
+    (target / "README.md").write_text(model_card(run, source, data_dir, command, evaluation))
     return target
 
 
@@ -116,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(REPO / "runs/default"))
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--export-only", action="store_true", help="skip training; export the run as it is")
+    parser.add_argument("--evaluation", type=Path, default=None,
+                        help="an `llmopt eval --out` directory of this model: its table goes into the model card")
     args = parser.parse_args(argv)
     data_dir = find_data_dirs(args.data)
     overrides = {"data_dir": data_dir, "out_dir": args.out, **dict(parse_override(o) for o in args.overrides)}
@@ -125,8 +145,11 @@ def main(argv: list[str] | None = None) -> int:
 
         train(cfg)
     given = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--export-only"]
+    if args.evaluation is not None:  # not part of how the model is trained
+        at = given.index("--evaluation") if "--evaluation" in given else None
+        given = given[:at] + given[at + 2:] if at is not None else [a for a in given if not a.startswith("--evaluation=")]
     command = "scripts/train_default_model.sh " + " ".join(given)
-    target = export_default(Path(cfg.out_dir), data_dir, command.strip())
+    target = export_default(Path(cfg.out_dir), data_dir, command.strip(), evaluation=args.evaluation)
     print(f"default model exported to {target}")
     print(json.dumps(ModelMeta.load(target).extra.get("validation", {}), indent=1))
     return 0
