@@ -179,9 +179,10 @@ def predict_many(irs: Sequence[str], strategy: Strategy, n: int, harness: Any, *
         raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
     names = list(names) if names is not None else [f"f{i}" for i in range(len(irs))]
     prompts = list(prompts) if prompts is not None else list(irs)
-    drawn = []
+    drawn, orders = [], []
     for name, prompt in zip(names, prompts, strict=True):
         drawn.append(_draw(strategy, prompt, n))
+        orders.append(_model_order(strategy) if polish else None)
         if on_sampled is not None:
             on_sampled(name)
     tasks: list[tuple[str, list[str]]] = []
@@ -195,8 +196,8 @@ def predict_many(irs: Sequence[str], strategy: Strategy, n: int, harness: Any, *
     per: list[dict[tuple[str, ...], Any]] = [{} for _ in irs]
     for (i, key), result in zip(owners, measured, strict=True):
         per[i][key] = result
-    polished = [_polish(ir, results, polish, harness, metric, want_ir) if polish else None
-                for ir, results in zip(irs, per, strict=True)]
+    polished = [_polish(ir, results, polish, harness, metric, want_ir, order) if polish else None
+                for ir, results, order in zip(irs, per, orders, strict=True)]
     out = []
     for i, (samples, note) in enumerate(drawn):
         found = polished[i]
@@ -214,14 +215,26 @@ def predict_many(irs: Sequence[str], strategy: Strategy, n: int, harness: Any, *
 POLISH_SEEDS = 3  # best verified candidates a polish starts from
 
 
+def _model_order(strategy: Strategy) -> Any:
+    """The polish's model-guided pass order for the IR `strategy` just sampled (None: not a tree decoder)."""
+    from llmopt.sampling.polish import model_order
+
+    decoder = getattr(strategy, "last_decoder", None)
+    if decoder is None:
+        return None
+    decoder.release_cache()  # kept until the whole batch is verified: its memo, not megabytes of cache
+    return model_order(decoder)
+
+
 def _polish(ir: str, results: dict[tuple[str, ...], Any], budget: int, harness: Any, metric: str,
-            want_ir: bool) -> Any:
-    """Greedy refinement of the best verified lists; its best list is measured into `results`."""
+            want_ir: bool, order: Any = None) -> Any:
+    """Greedy refinement of the best verified lists (model-guided when `order` is given); its best list
+    is measured into `results`."""
     from llmopt.llvm.passes import vocabulary
     from llmopt.sampling.polish import Polisher
 
     polisher = Polisher(lambda text, lists: harness.evaluate_many(text, lists, objsize=metric == "objsize"),
-                        vocabulary(harness.version), budget=budget, score=lambda r: _score(r, metric))
+                        vocabulary(harness.version), budget=budget, score=lambda r: _score(r, metric), order=order)
     found = polisher.polish_best(ir, results, POLISH_SEEDS)
     if found is not None and tuple(found.passes) not in results:
         (results[tuple(found.passes)],) = harness.evaluate_many(ir, [found.passes], want_ir=want_ir,

@@ -6,7 +6,7 @@ import pytest
 
 from llmopt.llvm.passes import META_PASSES, OZ, vocabulary
 from llmopt.llvm.subprocess_opt import count_instructions_text, run_opt
-from llmopt.sampling.polish import Polisher
+from llmopt.sampling.polish import Polisher, model_order
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -54,3 +54,25 @@ def test_predict_polish_improves_a_weak_strategy_and_says_so(harness):
     assert polished.instcount_result < plain.instcount_result and polished.source == "polish"
     assert plain.compilations < polished.compilations <= plain.compilations + 300 + 1
     assert polished.candidates[-1].passes == polished.passes  # the polished list is shown among the candidates
+
+
+def test_model_guided_steps_try_the_models_likeliest_passes(tiny_lm, example_functions):
+    from llmopt.sampling.priority import PrioritySampling
+
+    ps = PrioritySampling(tiny_lm)
+    ps.sample(example_functions[0], 3)
+    decoder = ps.last_decoder
+    order = model_order(decoder)
+    ranked = order([OZ])
+    row = decoder.masked_logprobs([tiny_lm.grammar.pass_ids[OZ]])
+    scores = [float(row[tiny_lm.grammar.pass_ids[p]]) for p in ranked]
+    assert scores == sorted(scores, reverse=True) and len(ranked) > 4
+    assert not any(p in META_PASSES for p in ranked)  # the grammar: one meta-pass per list
+    pol = Polisher(lambda ir, lists: [], vocabulary(), budget=10, order=order, width=4)
+    assert pol.neighbours([OZ]) == [[OZ, p] for p in ranked[:4]]  # no removal from a one-pass list
+    grown = pol.neighbours(["sroa", "gvn"])
+    assert len(grown) == 4 + 2 and grown[-2:] == [["gvn"], ["sroa"]]
+    # Without its KV cache the decoder still answers, the same as a fresh one.
+    fresh = model_order(tiny_lm.decoder(example_functions[0]))(["sroa", "gvn", "dse"])
+    decoder.release_cache()
+    assert order(["sroa", "gvn", "dse"]) == fresh

@@ -155,6 +155,11 @@ class TreeDecoder:
             self.memo.setdefault(key[:lcp + j + 1], torch.log_softmax(logits[j], dim=-1))
         return self.memo[key]
 
+    def release_cache(self) -> None:
+        """Drop the KV cache (megabytes per prompt), keep the memoized rows: a decoder kept for later
+        questions (a polish after a batch is verified) then answers new prefixes with a full forward."""
+        self._cache, self._fed, self.reuse_cache = None, [], False
+
     def masked_logprobs(self, tokens: Sequence[int], grammar: bool = True) -> torch.Tensor:
         """`logprobs(tokens)` with grammar-illegal tokens at -inf (renormalized over legal tokens)."""
         lp = self.logprobs(tokens)

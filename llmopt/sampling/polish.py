@@ -1,10 +1,14 @@
 """Model-seeded search: refine the model's best verified pass lists with a few greedy steps.
 
 The model proposes good starting points; the in-process harness compiles thousands of lists per
-second, so a local search around them is cheap.  A step from the current list L tries every
-one-pass extension `L + [p]` (a meta-pass such as `default<O2>` only when L has none) and every
-one-pass removal, moves to the best if it lowers the count, and stops when nothing does or the
-budget of compilations is spent.  Seeds are polished best first while budget remains.
+second, so a local search around them is cheap.  A step from the current list L tries one-pass
+extensions `L + [p]` (a meta-pass such as `default<O2>` only when L has none) and every one-pass
+removal, moves to the best if it lowers the count, and stops when nothing does or the budget of
+compilations is spent.  Seeds are polished best first while budget remains.
+
+Which extensions a step tries: all of them (~120 compilations a step, so a budget of 100 cannot
+finish one), or, model-guided (`model_order`), the `width` passes the model itself finds likeliest
+after L -- the language model is asked "what comes next?" about a list it never generated.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 from llmopt.llvm.passes import META_PASSES
 
+Order = Callable[[list[str]], Sequence[str]]  # passes in the order a step should try them after a list
 Measure = Callable[[str, list[list[str]]], list[Any]]  # Harness.evaluate_many: results with .ok, .instcount
 Score = Any  # what is minimized: an int (instructions) or a tuple such as (bytes, instructions)
 
@@ -39,20 +44,51 @@ class Polished:
     improved: bool = False  # better than the best seed
 
 
+MODEL_WIDTH = 8  # extensions a model-guided step tries (+ the removals): ~10 compilations a step
+
+
+def model_order(decoder: Any) -> Order:
+    """Passes by the model's log p(pass | IR, list) under the pass-list grammar (`decoder`: the
+    `TreeDecoder` of the IR, e.g. Priority Sampling's `last_decoder`, whose memo already holds the
+    rows after every sampled list)."""
+    import math
+
+    import torch
+
+    grammar = decoder.lm.grammar
+
+    def order(passes: list[str]) -> list[str]:
+        if any(p not in grammar.pass_ids for p in passes):
+            return []
+        row = decoder.masked_logprobs([grammar.pass_ids[p] for p in passes])
+        ranked = torch.argsort(row, descending=True).tolist()
+        return [grammar.name_of[t] for t in ranked if t in grammar.name_of and math.isfinite(float(row[t]))]
+
+    return order
+
+
 class Polisher:
+    """Greedy steps from verified lists (module docstring); `order` + `width`: model-guided extensions."""
+
     def __init__(self, measure: Measure, vocabulary: Sequence[str], budget: int = 300, max_steps: int = 8,
-                 max_len: int = 24, score: Callable[[Any], Score | None] = instcount_score):
-        if budget < 0 or max_steps < 0:
-            raise ValueError("polish budget and steps must be >= 0")
+                 max_len: int = 24, score: Callable[[Any], Score | None] = instcount_score,
+                 order: Order | None = None, width: int = MODEL_WIDTH):
+        if budget < 0 or max_steps < 0 or width < 1:
+            raise ValueError("polish budget and steps must be >= 0, the width >= 1")
         self.measure, self.score = measure, score
         self.plain = [p for p in vocabulary if p not in META_PASSES]
         self.budget, self.max_steps, self.max_len = budget, max_steps, max_len
+        self.order, self.width = order, width
 
     def neighbours(self, passes: list[str]) -> list[list[str]]:
-        """One-pass extensions (a meta-pass only into a list without one), then one-pass removals."""
+        """One-pass extensions (a meta-pass only into a list without one; the model's `width` likeliest
+        when guided), then one-pass removals."""
         has_meta = any(p in META_PASSES for p in passes)
-        grow = [] if len(passes) >= self.max_len else \
-            [passes + [p] for p in self.plain + ([] if has_meta else list(META_PASSES))]
+        allowed = self.plain + ([] if has_meta else list(META_PASSES))
+        if self.order is not None:
+            legal = set(allowed)
+            allowed = [p for p in self.order(passes) if p in legal][: self.width]
+        grow = [] if len(passes) >= self.max_len else [passes + [p] for p in allowed]
         shrink = [passes[:i] + passes[i + 1:] for i in range(len(passes))] if len(passes) > 1 else []
         return grow + shrink
 
@@ -121,6 +157,8 @@ class PolishAfter:
         if n <= len(drawn) or not lists:
             return drawn[:n]
         measured = dict(zip(map(tuple, lists + [[OZ]]), self.measure(ir, lists + [[OZ]]), strict=True))
-        polisher = Polisher(self.measure, self.vocabulary, budget=n - len(drawn), score=self.score)
+        decoder = getattr(self.inner, "last_decoder", None)  # Priority Sampling's: guide the steps
+        polisher = Polisher(self.measure, self.vocabulary, budget=n - len(drawn), score=self.score,
+                            order=model_order(decoder) if decoder is not None else None)
         found = polisher.polish_best(ir, measured)
         return drawn + [Sample(list(ls), None, "polish") for ls, _ in found.tried] if found else drawn
