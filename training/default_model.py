@@ -52,9 +52,10 @@ def _dataset_name(directory: Path) -> str:
 def evaluation_table(eval_dir: Path) -> list[str]:
     """Markdown lines: `llmopt eval`'s improvement over -Oz (with -Oz backup) per method and budget, from
     `eval_dir/results.json`, so the card carries the numbers the model was shipped on."""
+    eval_dir = eval_dir.resolve()
     results = json.loads((eval_dir / "results.json").read_text())
     ks = [str(k) for k in results["samples"]]
-    shown = eval_dir.relative_to(REPO) if eval_dir.resolve().is_relative_to(REPO) else eval_dir
+    shown = eval_dir.relative_to(REPO) if eval_dir.is_relative_to(REPO) else eval_dir
     lines = [f"## Evaluation (`{shown}`: {results['n_functions']} functions of `{results['dataset']}`)", "",
              "Improvement over -Oz in % of instructions, with -Oz backup, at k samples (compilations) per function:",
              "", "| method | " + " | ".join(f"@{k}" for k in ks) + " |", "|---|" + "---|" * len(ks)]
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(REPO / "runs/default"))
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--export-only", action="store_true", help="skip training; export the run as it is")
+    parser.add_argument("--source", type=Path, default=None,
+                        help="the model directory to ship (default: the run's best by validation, else its final model)")
     parser.add_argument("--evaluation", type=Path, default=None,
                         help="an `llmopt eval --out` directory of this model: its table goes into the model card")
     args = parser.parse_args(argv)
@@ -145,11 +148,12 @@ def main(argv: list[str] | None = None) -> int:
 
         train(cfg)
     given = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--export-only"]
-    if args.evaluation is not None:  # not part of how the model is trained
-        at = given.index("--evaluation") if "--evaluation" in given else None
-        given = given[:at] + given[at + 2:] if at is not None else [a for a in given if not a.startswith("--evaluation=")]
+    for flag in ("--source", "--evaluation"):  # which export, not how the model is trained
+        at = given.index(flag) if flag in given else None
+        given = given[:at] + given[at + 2:] if at is not None else [a for a in given if not a.startswith(flag + "=")]
     command = "scripts/train_default_model.sh " + " ".join(given)
-    target = export_default(Path(cfg.out_dir), data_dir, command.strip(), evaluation=args.evaluation)
+    target = export_default(Path(cfg.out_dir), data_dir, command.strip(), source=args.source,
+                            evaluation=args.evaluation)
     print(f"default model exported to {target}")
     print(json.dumps(ModelMeta.load(target).extra.get("validation", {}), indent=1))
     return 0
