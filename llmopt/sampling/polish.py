@@ -137,7 +137,8 @@ class PolishAfter:
     """A strategy: `inner`'s first `seeds` samples, then the lists a polish of them compiles, in that order.
 
     Sample k of the result is the k-th compilation, so an evaluation's curve at k samples is the
-    improvement reached after k compilations (Priority Sampling + polish against plain search).
+    improvement reached after k compilations (Priority Sampling + polish against plain search).  Walks
+    start from every sample, best first, while the budget lasts.
     -Oz, which every evaluation measures as its baseline anyway, may seed the polish too.
     """
 
@@ -160,5 +161,7 @@ class PolishAfter:
         decoder = getattr(self.inner, "last_decoder", None)  # Priority Sampling's: guide the steps
         polisher = Polisher(self.measure, self.vocabulary, budget=n - len(drawn), score=self.score,
                             order=model_order(decoder) if decoder is not None else None)
-        found = polisher.polish_best(ir, measured)
+        # Every sample may seed a walk (best first): the budget is spent while a walk can still start,
+        # instead of stopping once the best three converge.
+        found = polisher.polish_best(ir, measured, n_seeds=len(measured))
         return drawn + [Sample(list(ls), None, "polish") for ls, _ in found.tried] if found else drawn
