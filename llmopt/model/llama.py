@@ -159,7 +159,10 @@ class _Body(nn.Module):
 
     def __init__(self, c: SimpleNamespace):
         super().__init__()
-        self.embed_tokens = nn.Embedding(c.vocab_size, c.hidden_size)
+        # An explicit (empty) weight skips nn.Embedding's normal_ init: under the meta device of
+        # `from_pretrained` that op imports torch._dynamo, 1.4 s of a cold `llmopt predict`.
+        self.embed_tokens = nn.Embedding(c.vocab_size, c.hidden_size,
+                                         _weight=torch.empty(c.vocab_size, c.hidden_size))
         self.layers = nn.ModuleList(DecoderLayer(c) for _ in range(c.num_hidden_layers))
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
 
@@ -186,7 +189,9 @@ class LlamaForInference(nn.Module):
         self.model = _Body(config)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         dim = config.head_dim
-        self.inv_freq = 1.0 / (config.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+        # On the CPU even under `from_pretrained`'s meta device: arange on meta imports torch._dynamo (~1 s).
+        steps = torch.arange(0, dim, 2, dtype=torch.float32, device="cpu")
+        self.inv_freq = 1.0 / (config.rope_theta ** (steps / dim))
 
     @classmethod
     def from_pretrained(cls, directory: str | Path) -> LlamaForInference:
@@ -199,13 +204,10 @@ class LlamaForInference(nn.Module):
         config = _config(json.loads((directory / "config.json").read_text()))
         with torch.device("meta"):  # no random initialisation of weights the file replaces (~half the load)
             model = cls(config)
-        model.inv_freq = model.inv_freq.new_empty(0, device="cpu")  # a meta tensor: recomputed below
         state = load_file(str(directory / WEIGHTS_FILE))
         if model.config.tie_word_embeddings or "lm_head.weight" not in state:
             state["lm_head.weight"] = state["model.embed_tokens.weight"]
         missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
-        dim = config.head_dim
-        model.inv_freq = 1.0 / (config.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
         if missing or unexpected:
             raise ValueError(f"{directory}: weights do not match the config (missing {missing[:3]}, "
                              f"unexpected {unexpected[:3]})")
