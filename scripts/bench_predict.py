@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -107,7 +108,6 @@ def untrained_model(config: str, preset: str, out: Path, tokenizer_rows: int = 3
     train functions, and kept in `out` for the other presets and later runs.
     """
     import dataclasses
-    import random
 
     from llmopt.dataset import read_rows
     from llmopt.llvm.passes import vocabulary
@@ -256,13 +256,15 @@ def main() -> int:
     rows = _rows(args.data)
     rows.sort(key=lambda r: r["n_tokens"])
     median = rows[len(rows) // 2]
-    irs = [r["ir"] for r in rows[: args.functions]]
+    # A seeded sample, not the shortest: the batch rate must reflect the split's function sizes.
+    batch_rows = random.Random(0).sample(rows, min(args.functions, len(rows)))
+    irs = [r["ir"] for r in batch_rows]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "median.ll"
         path.write_text(median["ir"])
         results = {"median_function": {"name": median["name"], "n_tokens": median["n_tokens"],
                                        "instcount_input": median["instcount_input"]},
-                   "functions": len(irs), "mean_tokens": round(statistics.mean(r["n_tokens"] for r in rows[:len(irs)])),
+                   "functions": len(irs), "mean_tokens": round(statistics.mean(r["n_tokens"] for r in batch_rows)),
                    "load_average": os.getloadavg()[0], "cpus": os.cpu_count(), "model": args.model or "default"}
         # Both inference engines in the same run: their ratio is what survives a noisy machine.
         for engine in ENGINES:
