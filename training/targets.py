@@ -1,7 +1,7 @@
 """Which pass list a training row teaches, when several reach the best count (the `good_lists` column).
 
 Most functions have many optimal lists (`default<O1>` and `default<O1>,early-cse` often tie), and the
-autotuner's pick among them is close to arbitrary.  Three policies:
+autotuner's pick among them is close to arbitrary.  Four policies:
 
 * `best`     -- the row's `passes` column (the autotuner's tie-break: shortest, then -Oz, then by name);
 * `frequent` -- among the shortest tying lists, the one that ties on the most training functions, so
@@ -21,8 +21,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from llmopt.llvm.passes import OZ
+
 POLICIES = ("best", "frequent", "random", "beyond_oz")
-OZ_ONLY = ("default<Oz>",)
+OZ_ONLY = (OZ,)  # the bare -Oz list
 MAX_VARIANTS = 8  # tying lists taught per function under `random`
 
 
