@@ -116,6 +116,7 @@ def export_default(run: Path, data_dir: str, command: str, target: Path | None =
     size = sum(f.stat().st_size for f in source.iterdir() if f.name in SHIPPED)
     if max_bytes is not None and size > max_bytes:
         raise ValueError(f"model is {size / 2**20:.1f} MB, over the {max_bytes / 2**20:.0f} MB budget of the package")
+    card = model_card(run, source, data_dir, command, evaluation)  # before anything is deleted: it may fail
     target.mkdir(parents=True, exist_ok=True)
     for f in target.iterdir():
         if f.is_file():
@@ -123,7 +124,7 @@ def export_default(run: Path, data_dir: str, command: str, target: Path | None =
     for name in SHIPPED:
         if (source / name).exists():
             shutil.copy2(source / name, target / name)
-    (target / "README.md").write_text(model_card(run, source, data_dir, command, evaluation))
+    (target / "README.md").write_text(card)
     return target
 
 

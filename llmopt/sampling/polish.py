@@ -51,8 +51,6 @@ def model_order(decoder: Any) -> Order:
     """Passes by the model's log p(pass | IR, list) under the pass-list grammar (`decoder`: the
     `TreeDecoder` of the IR, e.g. Priority Sampling's `last_decoder`, whose memo already holds the
     rows after every sampled list)."""
-    import math
-
     import torch
 
     grammar = decoder.lm.grammar
@@ -61,8 +59,9 @@ def model_order(decoder: Any) -> Order:
         if any(p not in grammar.pass_ids for p in passes):
             return []
         row = decoder.masked_logprobs([grammar.pass_ids[p] for p in passes])
-        ranked = torch.argsort(row, descending=True).tolist()
-        return [grammar.name_of[t] for t in ranked if t in grammar.name_of and math.isfinite(float(row[t]))]
+        legal = int(torch.isfinite(row).sum())  # the grammar's -inf tokens sort last
+        ranked = torch.argsort(row, descending=True)[:legal].tolist()
+        return [grammar.name_of[t] for t in ranked if t in grammar.name_of]
 
     return order
 
