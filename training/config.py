@@ -33,6 +33,8 @@ class TrainConfig:
     with_ir: bool = True                  # False: answer without optimized IR (thesis Fig. 4.18 ablation)
     target_policy: str = "best"           # best | frequent | random | beyond_oz: which tying list a row teaches
     keep_unimproved: float = 1.0          # fraction of the train rows whose best is -Oz's count that are kept
+    set_members: int = 0                  # > 0: teach up to this many good lists per function with the set loss
+                                          # (training/set_loss.py; needs DATA/lists-train.json.gz); 0: one label
     # tokenizer: an existing llmopt tokenizer/model dir, or None to train one into out_dir/tokenizer
     tokenizer: str | None = None
     tokenizer_vocab_size: int = 4096
@@ -75,9 +77,11 @@ class TrainConfig:
             raise ValueError(f"keep_unimproved must be in (0, 1], got {self.keep_unimproved}")
         if self.max_minutes < 0:
             raise ValueError(f"max_minutes must be >= 0 (0 = no cap), got {self.max_minutes}")
-        if self.target_policy != "best" and self.with_ir:
-            raise ValueError(f"target_policy={self.target_policy} needs with_ir=false: the dataset holds the "
-                             "optimized IR of the best list only")
+        if self.set_members < 0:
+            raise ValueError(f"set_members must be >= 0 (0 = one label per function), got {self.set_members}")
+        if (self.target_policy != "best" or self.set_members) and self.with_ir:
+            raise ValueError(f"target_policy={self.target_policy} (or set_members) needs with_ir=false: the "
+                             "dataset holds the optimized IR of the best list only")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -36,6 +36,7 @@ from training import lora as lora_mod
 from training.config import TrainConfig
 from training.data import BatchSchedule, collate, encode_rows, pick_variant
 from training.presets import llama_config
+from training.set_loss import collate_sets, encode_set_rows, set_loss, target_sets
 from training.targets import choose_targets, keep_unimproved
 from training.validation import MeasureFn, ValidationCallback, harness_measure
 
@@ -175,6 +176,22 @@ def _load_data(cfg: TrainConfig) -> tuple[list[dict[str, Any]], list[dict[str, A
     return train_rows, val_rows, llvm_version, _pass_vocabulary(train_rows, llvm_version)
 
 
+def _encode_train(cfg: TrainConfig, rows: list[dict[str, Any]], tokenizer: Any) -> tuple[list[dict[str, Any]], int]:
+    """Training examples: one label per row (`target_policy`), or with `set_members` the row's good
+    lists under the set loss, its `target_policy` label first."""
+    targets = choose_targets(rows, cfg.target_policy)
+    if not cfg.set_members:
+        return encode_rows(rows, tokenizer, cfg.context_length, with_ir=cfg.with_ir, targets=targets)
+    from data_pipeline.list_matrix import load_matrix, output_path
+
+    matrix = load_matrix(cfg.data_dir, "train")
+    if matrix is None:
+        raise FileNotFoundError(f"set_members needs {output_path(cfg.data_dir, 'train')}: build it with "
+                                f"`python -m data_pipeline.list_matrix {cfg.data_dir}`")
+    sets = target_sets(rows, [t[0] for t in targets], matrix, cfg.set_members)
+    return encode_set_rows(rows, sets, tokenizer, cfg.context_length)
+
+
 def _model_and_tokenizer(cfg: TrainConfig, rows: list[dict[str, Any]], passes: list[str], llvm_version: int | None,
                          out: Path) -> tuple[Any, Any]:
     source = cfg.tokenizer
@@ -227,8 +244,7 @@ class _Trainer:
         self.main = self.accelerator.is_main_process
         train_rows, val_rows, llvm_version, passes = _load_data(cfg)
         model, self.tokenizer = _model_and_tokenizer(cfg, train_rows, passes, llvm_version, self.out)
-        self.examples, skipped = encode_rows(train_rows, self.tokenizer, cfg.context_length, with_ir=cfg.with_ir,
-                                             targets=choose_targets(train_rows, cfg.target_policy))
+        self.examples, skipped = _encode_train(cfg, train_rows, self.tokenizer)
         self.val_examples, _ = encode_rows(val_rows[:VAL_LOSS_EXAMPLES], self.tokenizer, cfg.context_length,
                                            with_ir=cfg.with_ir)
         self.n_params = sum(p.numel() for p in model.parameters())
@@ -280,7 +296,8 @@ class _Trainer:
                         "lora": cfg.lora.enabled, "parameters": self.n_params, "steps": self.state["step"],
                         "training_tokens": self.state["tokens"], "context_length": cfg.context_length,
                         "data_dir": str(cfg.data_dir), "train_examples": len(self.examples),
-                        "target_policy": cfg.target_policy, "stop_reason": self.stop_reason, **extra})
+                        "target_policy": cfg.target_policy, "set_members": cfg.set_members,
+                        "stop_reason": self.stop_reason, **extra})
         return m
 
     # ---- validation
@@ -320,14 +337,20 @@ class _Trainer:
             index = (self.state["step"] * cfg.grad_accum + micro) * world + rank
             chosen = [pick_variant(self.examples[i], cfg.seed, schedule.epoch_of(index), int(i))
                       for i in schedule.batch(index)]
-            batch = {k: v.to(accelerator.device) for k, v in collate(chosen, self.tokenizer.pad_token_id).items()}
+            pad = self.tokenizer.pad_token_id
+            batch = {k: v.to(accelerator.device)
+                     for k, v in (collate_sets(chosen, pad) if cfg.set_members else collate(chosen, pad)).items()}
             # Sync gradients across processes only on the last micro-batch.
             sync = accelerator.no_sync(model) if micro < cfg.grad_accum - 1 else nullcontext()
             with sync:
-                loss = answer_loss(model, batch) / cfg.grad_accum
+                if cfg.set_members:  # calls the decoder itself: accelerate's autocast wraps only forward()
+                    with accelerator.autocast():
+                        loss = set_loss(model, batch) / cfg.grad_accum
+                else:
+                    loss = answer_loss(model, batch) / cfg.grad_accum
                 accelerator.backward(loss)
             loss_sum += loss.item()
-            n_tokens = int(batch["attention_mask"].sum()) * world
+            n_tokens = sum(len(e["input_ids"]) for e in chosen) * world
             self.state["tokens"] += n_tokens
             tokens += n_tokens
         if cfg.grad_clip > 0:
@@ -358,7 +381,8 @@ class _Trainer:
         from tqdm import tqdm
 
         cfg, state, main = self.cfg, self.state, self.main
-        schedule = BatchSchedule([len(e["input_ids"]) for e in self.examples], cfg.batch_size, cfg.seed)
+        schedule = BatchSchedule([e.get("length", len(e["input_ids"])) for e in self.examples], cfg.batch_size,
+                                 cfg.seed)
         world = self.accelerator.num_processes
         self.model.train()
         bar = tqdm(total=cfg.max_steps, initial=state["step"], disable=not (progress and main), desc="train")

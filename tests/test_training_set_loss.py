@@ -1,0 +1,145 @@
+"""The set loss: which lists a function teaches, and that one packed forward pass scores each of them
+exactly as separate forward passes would."""
+
+import math
+
+import pytest
+import torch
+
+from llmopt.model import default_model_dir, load_tokenizer
+from training.data import collate, encode_rows
+from training.presets import llama_config
+from training.set_loss import collate_sets, encode_set_rows, set_loss, target_sets
+from training.train import answer_loss
+
+SMALL = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2,
+         "intermediate_size": 128}
+IR = "define i32 @f(i32 %a) {\n  %b = add i32 %a, 0\n  ret i32 %b\n}\n"
+O1, O2 = ["default<O1>"], ["default<O2>"]
+O1_DCE = ["default<O1>", "adce"]
+GVN = ["gvn", "instcombine"]
+
+
+def _row(h, best=10, oz=14, ties=(O1,)):
+    good = [{"passes": list(t), "instcount": best} for t in ties] + [{"passes": ["default<Oz>"], "instcount": oz}]
+    return {"ir": IR, "ir_hash": h, "passes": list(ties[0]), "instcount_input": 20, "instcount_oz": oz,
+            "instcount_best": best, "good_lists": good}
+
+
+def test_target_sets_weights_members_by_their_share_of_the_best_saving():
+    matrix = {"lists": [O2, GVN, O1_DCE], "rows": {"a": {"oz": 14, "hits": [[0, 12], [1, 10], [2, 10]]}}}
+    rows = [_row("a", ties=(O1, O1_DCE)), _row("b", best=14, oz=14)]
+    sets = target_sets(rows, [O1, O1], matrix, max_members=8)
+    # O1 and GVN reach the best (weight 1), O2 half of the saving; O1 + adce is O1 with a no-op pass: left out.
+    assert sets[0] == [(O1, 1.0), (GVN, 1.0), (O2, 0.5)]
+    assert sets[1] == [(O1, 1.0)]  # nothing beats -Oz: the main label alone (plain cross-entropy)
+    assert len(target_sets(rows, [O1, O1], matrix, max_members=2)[0]) == 2
+
+
+def _model():
+    from transformers import LlamaForCausalLM
+
+    tok = load_tokenizer(default_model_dir())
+    torch.manual_seed(0)
+    return LlamaForCausalLM(llama_config("tiny", len(tok), tok, **SMALL)), tok
+
+
+def test_one_member_of_weight_one_is_the_answer_loss():
+    model, tok = _model()
+    rows = [_row("a"), {**_row("b"), "ir": IR.replace("add", "sub")}]
+    sets = [[(O1, 1.0)], [(O2, 1.0)]]
+    examples, skipped = encode_set_rows(rows, sets, tok, 4096)
+    plain, _ = encode_rows(rows, tok, 4096, with_ir=False, targets=[[O1], [O2]])
+    assert skipped == 0
+    ours = set_loss(model, collate_sets(examples, tok.pad_token_id))
+    assert ours.item() == pytest.approx(answer_loss(model, collate(plain, tok.pad_token_id)).item(), rel=1e-5)
+
+
+def _list_logprob(model, tok, prompt_ids, pass_ids):
+    ids = torch.tensor([prompt_ids + pass_ids])
+    logits = model(input_ids=ids).logits[0].float().log_softmax(-1)
+    p = len(prompt_ids)
+    return sum(float(logits[p - 1 + i, t]) for i, t in enumerate(pass_ids))
+
+
+def test_packed_members_score_as_separate_forward_passes():
+    model, tok = _model()
+    sets = [[(O1, 1.0), (GVN, 1.0), (O2, 0.5)]]
+    examples, _ = encode_set_rows([_row("a")], sets, tok, 4096)
+    ex = examples[0]
+    p = ex["prompt_len"]
+    batch = collate_sets(examples + [{**ex, "members": ex["members"][:1], "length": len(ex["input_ids"])}],
+                         tok.pad_token_id)  # a second, shorter sequence: padding must not change the first
+    got = set_loss(model, batch)
+    prompt = ex["input_ids"][:p]
+    scores = [_list_logprob(model, tok, prompt, ids) + logw for ids, logw in ex["members"]]
+    # Both functions share the main answer's counts and EOS tokens, scored by plain cross-entropy.
+    counts = ex["input_ids"][p + len(ex["members"][0][0]):]
+    logits = model(input_ids=torch.tensor([ex["input_ids"]])).logits[0].float().log_softmax(-1)
+    ce = -sum(float(logits[p + len(ex["members"][0][0]) + i - 1, t]) for i, t in enumerate(counts))
+    lse = math.log(sum(math.exp(s) for s in scores))
+    expected = (-lse - scores[0] + 2 * ce) / (2 * (len(ex["input_ids"]) - p))
+    assert float(got) == pytest.approx(expected, rel=1e-4)
+    got.backward()
+    assert model.model.layers[0].self_attn.q_proj.weight.grad is not None
+
+
+def test_list_matrix_keeps_the_lists_that_beat_oz_and_resumes(data, tmp_path, harness):
+    import gzip
+    import json
+    import shutil
+
+    from data_pipeline import list_matrix
+    from llmopt.dataset import read_rows
+
+    d = tmp_path / "ds"
+    shutil.copytree(data, d)
+    lists = [["default<O1>"], ["mem2reg", "instcombine"], ["default<O3>"]]
+    (d / "work").mkdir(exist_ok=True)
+    (d / "work" / "broadcast.json").write_text(json.dumps(lists))
+    out = list_matrix.build(d, "train", n_lists=3, improvable_only=False, workers=1, progress=False)
+    matrix = list_matrix.load_matrix(d, "train")
+    rows = read_rows(d, "train")
+    assert out.exists() and matrix["lists"] == lists and set(matrix["rows"]) == {r["ir_hash"] for r in rows}
+    for row in rows[:4]:
+        got = {j: n for j, n in matrix["rows"][row["ir_hash"]]["hits"]}
+        for j, res in enumerate(harness.evaluate_many(row["ir"], lists)):
+            assert (j in got) == (res.instcount < row["instcount_oz"])
+            assert got.get(j, res.instcount) == res.instcount
+    # A finished chunk is never measured again: a resumed run merges what is on disk.
+    chunk = d / "work" / "lists-train" / "chunk-00000.json.gz"
+    saved = json.loads(gzip.decompress(chunk.read_bytes()))
+    first = sorted(saved)[0]
+    saved[first]["hits"] = [[0, -1]]
+    chunk.write_bytes(gzip.compress(json.dumps(saved).encode()))
+    list_matrix.build(d, "train", n_lists=3, improvable_only=False, workers=1, progress=False)
+    assert list_matrix.load_matrix(d, "train")["rows"][first]["hits"] == [[0, -1]]
+    with pytest.raises(SystemExit, match="other settings"):
+        list_matrix.build(d, "train", n_lists=2, improvable_only=False, workers=1, progress=False)
+
+
+def test_training_with_the_set_loss_runs_and_needs_the_matrix(data, tmp_path):
+    import json
+    import shutil
+
+    from data_pipeline import list_matrix
+    from training.config import config_from_dict
+    from training.train import train
+
+    d = tmp_path / "ds"
+    shutil.copytree(data, d)
+    values = dict(data_dir=str(d), out_dir=str(tmp_path / "run"), model_overrides=SMALL, tokenizer_vocab_size=600,
+                  context_length=1536, batch_size=4, max_steps=4, lr=3e-3, warmup_steps=1, log_interval=2,
+                  checkpoint_interval=4, eval_interval=0, val_functions=0, with_ir=False,
+                  target_policy="beyond_oz", set_members=4, seed=0)
+    with pytest.raises(FileNotFoundError, match="list_matrix"):
+        train(config_from_dict(values), progress=False)
+    (d / "work").mkdir(exist_ok=True)
+    (d / "work" / "broadcast.json").write_text(json.dumps([["default<O1>"], ["mem2reg", "instcombine"]]))
+    list_matrix.build(d, "train", n_lists=2, improvable_only=False, workers=1, progress=False)
+    shutil.rmtree(tmp_path / "run")
+    model_dir = train(config_from_dict(values), progress=False)
+    meta = json.loads((model_dir / "llmopt.json").read_text())
+    assert meta["extra"]["set_members"] == 4 and meta["extra"]["steps"] == 4
+    with pytest.raises(ValueError, match="set_members"):
+        config_from_dict({**values, "set_members": 2, "with_ir": True, "target_policy": "best"})
