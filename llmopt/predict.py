@@ -212,9 +212,6 @@ def predict_many(irs: Sequence[str], strategy: Strategy, n: int, harness: Any, *
     return out
 
 
-POLISH_SEEDS = 3  # best verified candidates a polish starts from
-
-
 def _model_order(strategy: Strategy) -> Any:
     """The polish's model-guided pass order for the IR `strategy` just sampled (None: not a tree decoder)."""
     from llmopt.sampling.polish import model_order
@@ -228,14 +225,15 @@ def _model_order(strategy: Strategy) -> Any:
 
 def _polish(ir: str, results: dict[tuple[str, ...], Any], budget: int, harness: Any, metric: str,
             want_ir: bool, order: Any = None) -> Any:
-    """Greedy refinement of the best verified lists (model-guided when `order` is given); its best list
-    is measured into `results`."""
+    """Greedy refinement of the verified lists (model-guided when `order` is given); its best list is
+    measured into `results`.  Walks start from every verified list, best first, while the budget lasts
+    (as `llmopt eval`'s METHOD_polishK does): once the best walks converge, the budget goes on."""
     from llmopt.llvm.passes import vocabulary
     from llmopt.sampling.polish import Polisher
 
     polisher = Polisher(lambda text, lists: harness.evaluate_many(text, lists, objsize=metric == "objsize"),
                         vocabulary(harness.version), budget=budget, score=lambda r: _score(r, metric), order=order)
-    found = polisher.polish_best(ir, results, POLISH_SEEDS)
+    found = polisher.polish_best(ir, results, n_seeds=len(results))
     if found is not None and tuple(found.passes) not in results:
         (results[tuple(found.passes)],) = harness.evaluate_many(ir, [found.passes], want_ir=want_ir,
                                                                 objsize=metric == "objsize")
