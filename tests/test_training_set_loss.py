@@ -55,6 +55,7 @@ def test_one_member_of_weight_one_is_the_answer_loss():
     assert ours.item() == pytest.approx(answer_loss(model, collate(plain, tok.pad_token_id)).item(), rel=1e-5)
 
 
+@torch.no_grad()
 def _list_logprob(model, tok, prompt_ids, pass_ids):
     ids = torch.tensor([prompt_ids + pass_ids])
     logits = model(input_ids=ids).logits[0].float().log_softmax(-1)
@@ -75,7 +76,8 @@ def test_packed_members_score_as_separate_forward_passes():
     scores = [_list_logprob(model, tok, prompt, ids) + logw for ids, logw in ex["members"]]
     # Both functions share the main answer's counts and EOS tokens, scored by plain cross-entropy.
     counts = ex["input_ids"][p + len(ex["members"][0][0]):]
-    logits = model(input_ids=torch.tensor([ex["input_ids"]])).logits[0].float().log_softmax(-1)
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ex["input_ids"]])).logits[0].float().log_softmax(-1)
     ce = -sum(float(logits[p + len(ex["members"][0][0]) + i - 1, t]) for i, t in enumerate(counts))
     lse = math.log(sum(math.exp(s) for s in scores))
     expected = (-lse - scores[0] + 2 * ce) / (2 * (len(ex["input_ids"]) - p))
