@@ -72,6 +72,9 @@ def model_card(run: Path, model: Path, data_dir: str, command: str, evaluation: 
     tok = load_tokenizer(model)
     val_rows = read_rows(data_dir, "validation")
     cpt = chars_per_token(tok, [r["ir"] for r in val_rows[:200]]) if val_rows else float("nan")
+    # A fine-tune records the model it started from instead of a preset (its steps are this run's only).
+    origin = (f"preset `{extra.get('preset')}`" if extra.get("preset") else
+              f"fine-tuned from `{extra.get('init_from')}` (steps and tokens below: the fine-tune's)")
     datasets = " + ".join(_dataset_name(Path(part).resolve()) for part in data_dir.split(",") if part)
     lines = [
         "# llmopt default model",
@@ -81,14 +84,16 @@ def model_card(run: Path, model: Path, data_dir: str, command: str, evaluation: 
         "instruction counts before/after" + (", optimized IR" if meta.with_ir else "") + " (`llmopt/model/format.py`).",
         "",
         "| | |", "|---|---|",
-        f"| architecture | LlamaForCausalLM, preset `{extra.get('preset')}`, {extra.get('parameters', 0) / 1e6:.2f}M parameters |",
+        f"| architecture | LlamaForCausalLM, {origin}, {extra.get('parameters', 0) / 1e6:.2f}M parameters |",
         f"| context length | {extra.get('context_length')} tokens |",
         f"| tokenizer | byte-level BPE, {len(tok)} tokens, {cpt:.2f} characters/token on validation IR |",
         f"| LLVM version of the data | {meta.llvm_version} |",
         f"| data | {datasets}, {extra.get('train_examples')} training examples |",
         f"| training | {extra.get('steps')} steps, {extra.get('training_tokens', 0) / 1e6:.1f}M training tokens |",
         f"| answer includes optimized IR | {meta.with_ir} |",
-        f"| labels | target policy `{extra.get('target_policy', 'best')}` (`training/targets.py`) |",
+        f"| labels | target policy `{extra.get('target_policy', 'best')}` (`training/targets.py`)" + (
+            f"; set loss over up to {extra['set_members']} good lists per function (`training/set_loss.py`)"
+            if extra.get("set_members") else "") + " |",
         "| inference | `llmopt.model.llama` (plain PyTorch, no `transformers` import); "
         "`transformers.AutoModelForCausalLM` loads the same files |",
         "",
