@@ -81,7 +81,7 @@ def test_packed_members_score_as_separate_forward_passes():
     ce = -sum(float(logits[p + len(ex["members"][0][0]) + i - 1, t]) for i, t in enumerate(counts))
     lse = math.log(sum(math.exp(s) for s in scores))
     expected = (-lse - scores[0] + 2 * ce) / (2 * (len(ex["input_ids"]) - p))
-    assert float(got) == pytest.approx(expected, rel=1e-4)
+    assert got.item() == pytest.approx(expected, rel=1e-4)
     got.backward()
     assert model.model.layers[0].self_attn.q_proj.weight.grad is not None
 

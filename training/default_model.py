@@ -105,7 +105,11 @@ def model_card(run: Path, model: Path, data_dir: str, command: str, evaluation: 
     lines += [f"- {k}: {v:.3f}" for k, v in val.items()] or ["- (none recorded)"]
     if evaluation is not None:
         lines += ["", *evaluation_table(evaluation)]
-    lines += ["", "## Reproduce", "", "```", command, "```", "",
+    lines += ["", "## Reproduce", "", "```", command, "```", ""]
+    if extra.get("init_from"):
+        lines += [f"This run fine-tunes `{extra['init_from']}`: train that first (the config's `_comment` names the "
+                  "chain of runs).", ""]
+    lines += [
               f"Training logs: `{run.relative_to(REPO) if run.is_relative_to(REPO) else run}/train_log.csv` and "
               "`validation_log.csv` (copies and the curve: `docs/results/training/`).", ""]
     return "\n".join(lines)
