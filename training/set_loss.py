@@ -43,12 +43,15 @@ def target_sets(rows: Sequence[dict[str, Any]], mains: Sequence[list[str]], matr
     no-op pass appended): Priority Sampling would spend samples on equivalent lists.
     """
     lists = [tuple(ls) for ls in (matrix or {}).get("lists", [])]
+    rank = {ls: i for i, ls in enumerate(lists)}  # the matrix's order: most often best first
     hits_of = (matrix or {}).get("rows", {})
     out = []
     for row, main in zip(rows, mains, strict=True):
         oz, best = int(row["instcount_oz"]), int(row["instcount_best"])
         counts: dict[tuple[str, ...], int] = {}
         for g in row.get("good_lists") or []:
+            if g.get("instcount") is None:  # an objsize dataset: no instruction counts to weigh by
+                continue
             counts[tuple(g["passes"])] = min(counts.get(tuple(g["passes"]), oz), int(g["instcount"]))
         for j, c in (hits_of.get(row.get("ir_hash"), {}) or {}).get("hits", []):
             counts[lists[j]] = min(counts.get(lists[j], oz), int(c))
@@ -56,7 +59,6 @@ def target_sets(rows: Sequence[dict[str, Any]], mains: Sequence[list[str]], matr
         best = min([best, *counts.values()])
         members: list[Member] = [(list(main), 1.0)]
         if best < oz:
-            rank = {ls: i for i, ls in enumerate(lists)}
             ordered = sorted((ls for ls, c in counts.items() if c < oz and list(ls) != list(main)),
                              key=lambda ls: (counts[ls], len(ls), rank.get(ls, len(rank)), ls))
             kept: dict[tuple[str, ...], int] = {tuple(main): counts.get(tuple(main), best)}

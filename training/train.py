@@ -350,7 +350,7 @@ class _Trainer:
                     loss = answer_loss(model, batch) / cfg.grad_accum
                 accelerator.backward(loss)
             loss_sum += loss.item()
-            n_tokens = sum(len(e["input_ids"]) for e in chosen) * world
+            n_tokens = sum(e.get("length", len(e["input_ids"])) for e in chosen) * world  # set members too
             self.state["tokens"] += n_tokens
             tokens += n_tokens
         if cfg.grad_clip > 0:
