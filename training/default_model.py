@@ -109,9 +109,9 @@ def model_card(run: Path, model: Path, data_dir: str, command: str, evaluation: 
     if extra.get("init_from"):
         lines += [f"This run fine-tunes `{extra['init_from']}`: train that first (the config's `_comment` names the "
                   "chain of runs).", ""]
-    lines += [
-              f"Training logs: `{run.relative_to(REPO) if run.is_relative_to(REPO) else run}/train_log.csv` and "
-              "`validation_log.csv` (copies and the curve: `docs/results/training/`).", ""]
+    shown = run.relative_to(REPO) if run.is_relative_to(REPO) else run
+    lines += [f"Training logs: `{shown}/train_log.csv` and `validation_log.csv` (copies and the curve: "
+              "`docs/results/training/`).", ""]
     return "\n".join(lines)
 
 
