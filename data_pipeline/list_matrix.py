@@ -16,13 +16,12 @@ killed run resumes at the first missing chunk.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from data_pipeline.writer import read_shard, write_shard
 from llmopt.dataset import read_rows
 
 CHUNK = 100  # functions per chunk file
@@ -35,15 +34,7 @@ def output_path(data_dir: str | Path, split: str) -> Path:
 def load_matrix(data_dir: str | Path, split: str = "train") -> dict[str, Any] | None:
     """The saved matrix (see the module docstring), or None when it was never built."""
     path = output_path(data_dir, split)
-    if not path.exists():
-        return None
-    return json.loads(gzip.decompress(path.read_bytes()))
-
-
-def _write_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(gzip.compress(json.dumps(data, separators=(",", ":")).encode()))
-    os.replace(tmp, path)
+    return read_shard(path) if path.exists() else None
 
 
 def measure_chunk(rows: list[dict[str, Any]], lists: list[list[str]], harness: Any) -> dict[str, Any]:
@@ -83,14 +74,14 @@ def build(data_dir: str | Path, split: str = "train", n_lists: int = 128, improv
             path = work / f"chunk-{n:05d}.json.gz"
             if path.exists():
                 continue
-            _write_atomic(path, measure_chunk(rows[start:start + CHUNK], lists, harness))
+            write_shard(path, measure_chunk(rows[start:start + CHUNK], lists, harness))
             if progress:
                 print(f"chunk {n + 1}/{len(chunks)}  {time.time() - started:.0f}s", flush=True)
     merged: dict[str, Any] = {}
     for n in range(len(chunks)):
-        merged.update(json.loads(gzip.decompress((work / f"chunk-{n:05d}.json.gz").read_bytes())))
+        merged.update(read_shard(work / f"chunk-{n:05d}.json.gz"))
     out = output_path(data_dir, split)
-    _write_atomic(out, {"lists": lists, "rows": merged})
+    write_shard(out, {"lists": lists, "rows": merged})
     return out
 
 
