@@ -119,6 +119,30 @@ def test_forward_on_an_imperfect_nest_and_transformed_schedules():
         assert value > 0 and torch.isfinite(torch.tensor(value))
 
 
+def test_feature_cache_returns_the_same_trees_without_featurizing(data_dir, tmp_path, monkeypatch):
+    import numpy as np
+
+    import llmopt.poly.costmodel.train as train_mod
+
+    cfg = TrainConfig(fractions=(0.5, 0.25))
+    rows = load_rows(data_dir)
+    first = featurize_rows(rows, cfg, progress=False, cache=tmp_path / "features.pkl")
+
+    def no_isl(*args):
+        raise AssertionError("a cached row was featurized again")
+
+    monkeypatch.setattr(train_mod, "featurize", no_isl)
+    again = featurize_rows(rows, cfg, progress=False, cache=tmp_path / "features.pkl")
+    for split in first:
+        assert again[split].speedups == first[split].speedups
+        assert all(a.structure == b.structure and np.array_equal(a.comps, b.comps)
+                   for a, b in zip(again[split].trees, first[split].trees, strict=True))
+    (tmp_path / "features.pkl").write_bytes(b"not a pickle")  # damaged: featurized again, not an error
+    monkeypatch.undo()
+    assert featurize_rows(rows, cfg, progress=False, cache=tmp_path / "features.pkl")["train"].speedups == \
+        first["train"].speedups
+
+
 def test_a_few_training_steps_reduce_the_loss(data_dir):
     cfg = TrainConfig(epochs=40, max_lr=3e-3, fractions=(1.0, 0.0), model=ModelConfig.tiny())
     sets = featurize_rows(load_rows(data_dir), cfg, progress=False)

@@ -45,6 +45,19 @@ def test_priority_sampling_kv_cache_reuse_matches_recompute(tiny_lm, example_fun
     assert cached.last_decoder.tokens_run < fresh.last_decoder.tokens_run / 3
 
 
+def test_priority_sampling_exclude_skips_a_list_without_changing_the_order(tiny_lm, example_functions):
+    from llmopt.sampling import PrioritySampling
+    from llmopt.sampling.registry import strategy_from_name
+
+    ir = example_functions[0]
+    plain = [s.passes for s in PrioritySampling(tiny_lm).sample(ir, 9)]
+    # Excluding the greedy answer: the next 8 lists, in the same order, and 8 of them.
+    skipped = [s.passes for s in PrioritySampling(tiny_lm, exclude=[plain[0]]).sample(ir, 8)]
+    assert skipped == plain[1:]
+    nooz = strategy_from_name("priority_nooz", lm=tiny_lm).sample(ir, 8)
+    assert len(nooz) == 8 and ["default<Oz>"] not in [s.passes for s in nooz]
+
+
 def test_priority_options_and_nucleus(tiny_lm, example_functions):
     from llmopt.sampling import NucleusSampling, PrioritySampling
 

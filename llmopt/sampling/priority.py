@@ -12,12 +12,18 @@ Priority of a queued prefix (thesis Table 6.1 ablations):
                 come out in non-increasing priority order (a best-first search of the tree).
   * "geometric" mean log-probability per token of the prefix (thesis "PS geometric").
   * "token"     log-probability of the alternative token alone (Algorithm 1 taken literally).
+
+`exclude` names pass lists that are walked but never returned (their alternatives are still
+queued): with -Oz evaluated anyway as the backup (`llmopt predict`, eval's -Oz backup), a sample
+that is the bare `default<Oz>` would spend one of the n compilations on a known answer, so the
+`_nooz` variant excludes it and the n samples are the n most probable *other* lists.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Sequence
 
 import torch
 
@@ -34,12 +40,14 @@ class PrioritySampling:
     priority:   "prefix" | "geometric" | "token" (module docstring).
     grammar:    mask tokens that would not keep the output a valid pass list (thesis "regex").
     reuse_cache: reuse the prompt's and the tree's KV caches (False recomputes; same samples).
+    exclude:    pass lists never returned (module docstring), e.g. [["default<Oz>"]].
     """
 
     name = "priority"
 
     def __init__(self, lm: PassListLM, *, max_branch: int | None = DEFAULTS.max_branch,
-                 priority: Priority = DEFAULTS.priority, grammar: bool = DEFAULTS.grammar, reuse_cache: bool = True):
+                 priority: Priority = DEFAULTS.priority, grammar: bool = DEFAULTS.grammar, reuse_cache: bool = True,
+                 exclude: Sequence[Sequence[str]] = ()):
         if priority not in PRIORITIES:
             raise ValueError(f"unknown priority {priority!r}: use prefix, geometric or token")
         self.lm = lm
@@ -47,6 +55,7 @@ class PrioritySampling:
         self.priority = priority
         self.grammar = grammar
         self.reuse_cache = reuse_cache
+        self.exclude = {tuple(p) for p in exclude}
         self.last_decoder: TreeDecoder | None = None
 
     def _priority(self, logps: list[float]) -> float:
@@ -63,11 +72,11 @@ class PrioritySampling:
         queue: list[tuple[float, int, tuple[int, ...], tuple[float, ...]]] = []
         counter = itertools.count()  # ties pop in push order: deterministic
         samples: list[Sample] = []
-        seen: set[tuple[str, ...]] = set()
+        seen: set[tuple[str, ...]] = set(self.exclude)  # an excluded list is walked, never returned
 
         def push(tokens: list[int], row: torch.Tensor, chosen: int, lps: list[float]) -> None:
             # Nothing beyond the number of samples still wanted can ever be popped (thesis §6.2).
-            k = n - len(samples) - 1
+            k = n - len(samples) - 1 + len(self.exclude)  # an excluded list may still be popped on the way
             if self.max_branch is not None:
                 k = min(k, self.max_branch)
             if k <= 0:
@@ -85,7 +94,7 @@ class PrioritySampling:
         score = 0.0  # the root: probability 1
         # Without the grammar many token sequences clean up to the same (or an empty) pass list; bound the
         # tree walks so an untrained model cannot spin for minutes looking for n distinct lists.
-        walks_left = n if self.grammar else 4 * n
+        walks_left = (n if self.grammar else 4 * n) + len(self.exclude)
         while len(samples) < n and walks_left > 0:
             walks_left -= 1
             tokens, lps = greedy_continue(decoder, prefix, prefix_lps, self.grammar)

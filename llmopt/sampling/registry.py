@@ -3,6 +3,7 @@
     greedy
     nucleus, nucleus_tT                  nucleus sampling (T: its temperature, e.g. nucleus_t0.8)
     priority[_noregex|_geomean|_token|_branchN]...   Priority Sampling and its Table 6.1 ablations
+    priority_nooz                        Priority Sampling that never spends a sample on bare -Oz (the backup)
     feedback, feedback_{fast,short,long} greedy answer, then compiler-feedback retries (needs a harness)
     random, coreset                      model-free baselines (coreset needs training pass lists)
     NAME_polishK                         K samples of NAME, then greedy polish (needs a harness)
@@ -23,7 +24,7 @@ from llmopt.sampling.config import DEFAULTS, SamplingConfig
 
 BASE_NAMES = ("greedy", "nucleus", "priority", "random", "coreset")  # what `llmopt predict --help` lists
 _NUCLEUS = re.compile(r"^nucleus(?:_t(\d+(?:\.\d+)?))?$")
-_PRIORITY = re.compile(r"^priority((?:_(?:noregex|geomean|token|branch\d+))*)$")
+_PRIORITY = re.compile(r"^priority((?:_(?:noregex|geomean|token|nooz|branch\d+))*)$")
 _FEEDBACK = re.compile(r"^feedback(?:_(fast|short|long))?$")
 _POLISH = re.compile(r"^(.+)_polish(\d+)$")
 
@@ -87,7 +88,8 @@ def _priority(lm: Any, name: str, flags: str, config: SamplingConfig) -> Strateg
     branch = next((int(f[6:]) for f in parts if f.startswith("branch")), config.max_branch)
     priority = "geometric" if "geomean" in parts else "token" if "token" in parts else config.priority
     grammar = config.grammar and "noregex" not in parts
-    strategy = PrioritySampling(lm, max_branch=branch, priority=priority, grammar=grammar)
+    exclude = [[OZ]] if "nooz" in parts else []  # -Oz is evaluated anyway as the backup
+    strategy = PrioritySampling(lm, max_branch=branch, priority=priority, grammar=grammar, exclude=exclude)
     strategy.name = name  # type: ignore[misc]
     return NoRegexFallback(strategy, name, set(lm.passes)) if not grammar else strategy
 
@@ -137,4 +139,4 @@ def strategy_from_name(name: str, *, lm: Any = None, config: SamplingConfig = DE
             raise ValueError("the coreset strategy needs the training set's pass lists")
         return Coreset(train_pass_lists)
     raise ValueError(f"unknown strategy {name!r}: choose greedy, nucleus[_tT], priority[_noregex|_geomean|_token|"
-                     "_branchN], feedback[_fast|_short|_long], random, coreset, or NAME_polishK")
+                     "_nooz|_branchN], feedback[_fast|_short|_long], random, coreset, or NAME_polishK")

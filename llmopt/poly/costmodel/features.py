@@ -58,6 +58,8 @@ MAX_BUFFERS = 16
 LOOP_FEATURES = 15 + MAX_ITERS
 ACCESS_FEATURES = MATRIX + 3 + MAX_RANK
 OP_FEATURES = 10
+# Bump when a feature's meaning changes without changing COMP_FEATURES (cached trees become stale).
+FEATURE_LAYOUT = 1
 COMP_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES
 
 _SUBSCRIPT = re.compile(r"\[[^\[\]]*\]")

@@ -8,7 +8,8 @@ structure (A.1 groups a batch by program; here it also lets one forward pass ser
 
 Each epoch ends with the validation MAPE and an atomic checkpoint, `OUT/last.pt` (model,
 optimizer, scheduler, epoch, history); the best model by validation MAPE is `OUT/costmodel.pt`
-(`model.load_model`), with the split and the metrics in its metadata.  Running the same command
+(`model.load_model`), with the split and the metrics in its metadata; `OUT/features.pkl` caches the
+featurized samples.  Running the same command
 again resumes from `last.pt`; a finished run only re-reports its test MAPE.  CPU by default;
 `--device cuda` trains on a GPU.
 
@@ -33,7 +34,7 @@ import torch
 from llmopt.errors import UsageError, run_main
 from llmopt.outputs import atomic_target
 from llmopt.poly.costmodel.data import load_rows
-from llmopt.poly.costmodel.features import Tree, featurize
+from llmopt.poly.costmodel.features import COMP_FEATURES, FEATURE_LAYOUT, Tree, featurize
 from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public answer, re-exported)
     CostModel,
     ModelConfig,
@@ -81,18 +82,47 @@ class Dataset:
     programs: list[str] = field(default_factory=list)
 
 
-def featurize_rows(rows: list[dict], cfg: TrainConfig, progress: bool = True) -> dict[str, Dataset]:
-    """Rows -> featurized datasets per split (programs parsed once each)."""
+def _row_key(r: dict) -> str:
+    return f"{r['hash']}/{json.dumps(r['schedule'], sort_keys=True)}"
+
+
+def featurize_rows(rows: list[dict], cfg: TrainConfig, progress: bool = True,
+                   cache: str | os.PathLike | None = None) -> dict[str, Dataset]:
+    """Rows -> featurized datasets per split (programs parsed once each).
+
+    Featurizing is isl work (bounds of every loop of every schedule, ~40 samples/s here), so with
+    `cache` the trees are kept in that file, keyed by (program, schedule) and by the feature layout:
+    a resumed or repeated run featurizes only rows it has not seen.
+    """
+    import pickle
+
     from tqdm import tqdm
 
+    layout = (COMP_FEATURES, FEATURE_LAYOUT)
+    known: dict[str, Tree] = {}
+    if cache is not None and Path(cache).is_file():
+        try:
+            blob = pickle.loads(Path(cache).read_bytes())
+            known = blob["trees"] if blob.get("layout") == layout else {}
+        except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError):
+            known = {}  # a damaged cache is only lost time: featurize again
     out = {s: Dataset() for s in SPLITS}
     progs: dict[str, object] = {}
+    fresh = 0
     for r in tqdm(rows, desc="features", unit="sample", disable=not progress):
-        prog = progs.setdefault(r["hash"], program_from_dict(r["program"]))
+        key = _row_key(r)
+        tree = known.get(key)
+        if tree is None:
+            prog = progs.setdefault(r["hash"], program_from_dict(r["program"]))
+            tree = known[key] = featurize(prog, Schedule.from_list(r["schedule"]))
+            fresh += 1
         ds = out[split_of(r["hash"], cfg.fractions, cfg.seed)]
-        ds.trees.append(featurize(prog, Schedule.from_list(r["schedule"])))
+        ds.trees.append(tree)
         ds.speedups.append(max(float(r["speedup"]), MIN_SPEEDUP))
         ds.programs.append(r["hash"])
+    if cache is not None and fresh:
+        with atomic_target(cache) as tmp:
+            tmp.write_bytes(pickle.dumps({"layout": layout, "trees": known}, protocol=pickle.HIGHEST_PROTOCOL))
     return out
 
 
@@ -192,7 +222,7 @@ def train(data: str | os.PathLike, out: str | os.PathLike, cfg: TrainConfig | No
     cfg = cfg or TrainConfig()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    sets = featurize_rows(load_rows(data), cfg, progress)
+    sets = featurize_rows(load_rows(data), cfg, progress, cache=out / "features.pkl")
     if not sets["train"].trees:
         raise UsageError(f"{data}: no training programs after the split (collect more programs)")
     trainer = Trainer(cfg, len(batches(sets["train"], cfg.batch_size)))
