@@ -24,7 +24,13 @@ that has a file, never writing a row twice.  `pack(OUT)` moves finished programs
 file per block of 100 seeds (50,000 rows are ~50 MB loose, ~3 MB packed: the packed folder is what
 a repository keeps, so a fresh machine resumes from it); a packed seed counts as done, and a pack
 interrupted between writing a block and deleting its loose files leaves nothing twice.  Rows: `seed`, `hash` (program), `program` (its
-dict), `schedule` (`Schedule.to_list()`), `seconds`, `baseline_seconds`, `speedup`.
+dict), `schedule` (`Schedule.to_list()`), `seconds`, `baseline_seconds`, `speedup`, `load` (the 1-minute load average while the program was
+measured; rows before it was recorded lack it).
+
+Run it on an otherwise idle machine: with 2 OpenMP threads on 2 cores, any other busy process takes
+a core from the parallel schedules, and their speedups come out too low (measured: with a training
+job beside it, outer-loop parallelization's median speedup fell from 1.00 to 0.91 and its 90th
+percentile from 1.66 to 1.02); the collector warns when the load average says the machine is busy.
 
 Programs run in parallel over `workers` processes, each with its own Measurer on the one SQLite
 cache.  Timings share the machine: keep workers * threads at most the number of cores, or the
@@ -54,6 +60,7 @@ DATA_VERSION = 2  # 2: speedups timed in alternation with the original (Measurer
 WALK_STEPS = (1, 6)  # transformations per random schedule (Pearl's episodes and the beam depth: 4)
 P_NEXT = 0.25  # chance of moving on to the next branch instead of transforming this one
 PACK_BLOCK = 100  # seeds per packed file
+BUSY_LOAD = 1.25  # load average per core above which the machine counts as busy (the collector alone: <= 1)
 
 
 @dataclass(frozen=True)
@@ -150,14 +157,17 @@ def measure_program(seed: int) -> dict:
         measurer.reference(prog)
     except ProgramError as err:
         return {"seed": seed, "rows": [], "error": str(err)}
-    rows = []
+    rows, load = [], os.getloadavg()[0]
     for sched in program_schedules(prog, measurer.legality(prog), cfg.schedules_per_program, seed):
         got = measurer.paired(prog, sched, cfg.rounds)
         if got.get("ok") and got["seconds"] > 0:
             rows.append({"seed": seed, "hash": prog.hash(), "program": prog.to_dict(), "schedule": sched.to_list(),
                          "seconds": got["seconds"], "baseline_seconds": got["baseline_seconds"],
                          "speedup": got["speedup"]})
-    return {"seed": seed, "rows": rows, "error": None}
+    # The 1-minute load average over the program (the collector's own threads included): parallel
+    # schedules need idle cores, and a busy machine shows up here, so such rows can be found later.
+    load = round(max(load, os.getloadavg()[0]), 2)
+    return {"seed": seed, "rows": [{**r, "load": load} for r in rows], "error": None}
 
 
 def program_file(out: Path, seed: int) -> Path:
@@ -191,10 +201,16 @@ class _Recorder:
         from tqdm import tqdm
 
         self.out, self.pack_every, self.written, self.finished = out, pack_every, 0, 0
+        self.warned_busy = False
         self.bar = tqdm(total=total, initial=total - todo, unit="program", disable=not progress)
 
     def record(self, result: dict) -> None:
         _record(self.out, result)
+        load = result["rows"][0]["load"] if result["rows"] else 0.0
+        if load > BUSY_LOAD * (os.cpu_count() or 1) and not self.warned_busy:
+            self.warned_busy = True  # once: the rows carry the load, the log needs only the warning
+            self.bar.write(f"warning: load average {load} on {os.cpu_count()} cores while measuring seed "
+                           f"{result['seed']}: other work takes cores from the parallel schedules (module docstring)")
         self.written += len(result["rows"])
         self.finished += 1
         if self.pack_every and self.finished % self.pack_every == 0:
