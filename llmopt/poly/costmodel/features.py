@@ -20,7 +20,12 @@ A computation vector (`COMP_FEATURES` floats) is, in order:
   dimensions, columns = iterator coefficients, constant, quasi-affine flag), the buffer id, whether
   it is the written buffer, the buffer's extents;
 - operation counts of the right-hand side (subscripts excluded): +, -, *, /, math calls, reads,
-  distinct reads, reduction (`+=`), element type, original depth.
+  distinct reads, reduction (`+=`), element type, original depth;
+- locality vector (not in the paper; added because our data is ~100x smaller than Tiramisu's and a
+  loop interchange that turns a unit stride into a row stride is the commonest 10-80x slowdown in
+  it): for each access of the assignment vector, the element stride (row-major) of one step of the
+  innermost and of the second-innermost loop of the *transformed* schedule, from the loop's affine
+  row and the access matrix (0: the access does not move with that loop).
 
 Numbers with a large range (bounds, extents, factors, counts) are log-transformed the way the paper
 asks (`llmopt.poly.agent.state.squash`: sign * log2(1 + |x|) / 16); tags are 0/1.  The access
@@ -60,7 +65,9 @@ ACCESS_FEATURES = MATRIX + 3 + MAX_RANK
 OP_FEATURES = 10
 # Bump when a feature's meaning changes without changing COMP_FEATURES (cached trees become stale).
 FEATURE_LAYOUT = 1
-COMP_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES
+STRIDE_LOOPS = 2  # innermost and second-innermost loop
+LOCALITY_FEATURES = MAX_ACCESSES * STRIDE_LOOPS
+COMP_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES + LOCALITY_FEATURES
 
 _SUBSCRIPT = re.compile(r"\[[^\[\]]*\]")
 _CALL = re.compile(r"\b[a-z_]\w*\s*\(")
@@ -130,7 +137,7 @@ def _access_vector(prog: Program, stmt: Statement) -> list[float]:
     names = set(prog.tensors)
     order = list(prog.tensors)
     write = stmt.write(names)
-    accesses = [write] + list({a.isl(): a for a in stmt.reads(names)}.values())
+    accesses = _accesses(prog, stmt)
     out: list[float] = []
     for acc in accesses[:MAX_ACCESSES]:
         shape = [squash(_extent(e, prog.params)) for e in prog.tensors[acc.tensor].shape][:MAX_RANK]
@@ -138,6 +145,37 @@ def _access_vector(prog: Program, stmt: Statement) -> list[float]:
                                                  float(acc.tensor == write.tensor)]
         out += shape + [0.0] * (MAX_RANK - len(shape))
     return out + [0.0] * (MAX_ACCESSES * ACCESS_FEATURES - len(out))
+
+
+def _accesses(prog: Program, stmt: Statement) -> list:
+    """The write, then the distinct reads (the order of the assignment and locality vectors)."""
+    names = set(prog.tensors)
+    return [stmt.write(names)] + list({a.isl(): a for a in stmt.reads(names)}.values())
+
+
+def _stride_maps(prog: Program, stmt: Statement) -> list[list[float]]:
+    """Per access (up to MAX_ACCESSES): element offset of one unit of each original iterator
+    (row-major strides times the access matrix's coefficient columns)."""
+    out = []
+    for acc in _accesses(prog, stmt)[:MAX_ACCESSES]:
+        shape = [_extent(e, prog.params) for e in prog.tensors[acc.tensor].shape]
+        strides = [float(np.prod(shape[d + 1:])) for d in range(len(shape))]
+        mat = access_matrix(prog, stmt, acc)
+        row = MAX_ITERS + 2
+        out.append([sum(mat[d * row + k] * strides[d] for d in range(min(len(shape), MAX_RANK)))
+                    for k in range(MAX_ITERS)])
+    return out
+
+
+def _locality_vector(prog: Program, st: State, name: str, maps: list[list[float]]) -> list[float]:
+    """Element stride of each access along the innermost and second-innermost loop (module docstring)."""
+    flags = loop_flags(prog, name, st[name])
+    out: list[float] = []
+    for acc in maps:
+        for k in range(1, STRIDE_LOOPS + 1):
+            row = flags[-k]["row"] if len(flags) >= k else [0.0] * MAX_ITERS
+            out.append(squash(abs(sum(c * m for c, m in zip(row, acc, strict=False)))))
+    return out + [0.0] * (LOCALITY_FEATURES - len(out))
 
 
 def _extent(expr: str, params: dict[str, int]) -> float:
@@ -161,9 +199,11 @@ def featurizer(prog: Program) -> Callable[[State], Tree]:
     """The model's input for replayed schedules of `prog`: the assignment and operation vectors do
     not depend on the schedule, so they are computed once here (most of the time otherwise)."""
     static = [_access_vector(prog, s) + _op_vector(prog, s) for s in prog.statements]
+    maps = [_stride_maps(prog, s) for s in prog.statements]
 
     def one(st: State) -> Tree:
-        comps = [_loop_vector(prog, st, s.name) + rest for s, rest in zip(prog.statements, static, strict=True)]
+        comps = [_loop_vector(prog, st, s.name) + rest + _locality_vector(prog, st, s.name, m)
+                 for s, rest, m in zip(prog.statements, static, maps, strict=True)]
         return Tree(np.array(comps, dtype=np.float32), loop_tree(prog, st))
 
     return one
