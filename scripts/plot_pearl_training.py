@@ -76,15 +76,16 @@ def main() -> None:
                   else "- pre-training: none",
                   f"- last {len(last)} updates: mean return {mean:.3f} (log4 speedup), "
                   f"mean episode geomean speedup {geo:.3f}x", ""]
-    predicted = " (predicted by the cost model)" if rewards == {"costmodel"} else ""
+    predicted = "; speedups predicted by the cost model" if rewards == {"costmodel"} else ""
     ax1.set_xlabel("PPO update")
-    ax1.set_ylabel("mean episode return (log4 speedup)" + predicted)
+    ax1.set_ylabel("mean episode return (log4 speedup)")
     ax2.set_xlabel("PPO update")
-    ax2.set_ylabel("geomean final speedup of episodes" + predicted)
+    ax2.set_ylabel("geomean final speedup of episodes")
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle(f"Pearl agent, PPO on generated programs (thin: per update; thick: {SMOOTH}-update mean)")
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Pearl agent, PPO on generated programs (thin: per update; thick: {SMOOTH}-update mean{predicted})",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(args.out / "training.png", dpi=110)
     (args.out / "training.md").write_text("\n".join(lines))
