@@ -116,12 +116,13 @@ def _write_iterators(prog: Program, stmt: Statement) -> set[int]:
     return {k for r in range(MAX_RANK) for k in range(MAX_ITERS) if mat[r * row + k] != 0}
 
 
-def _loop_vector(prog: Program, st: State, name: str) -> list[float]:
-    """The loop nest vector of one computation (module docstring), padded to MAX_LOOPS."""
+def _loop_vector(prog: Program, st: State, name: str, levels: list[dict]) -> list[float]:
+    """The loop nest vector of one computation (module docstring), padded to MAX_LOOPS; `levels`: its
+    `loop_flags`."""
     s, stmt = st[name], prog.statement(name)
     written = _write_iterators(prog, stmt)
     out: list[float] = []
-    for level, flags in enumerate(loop_flags(prog, name, s)[:MAX_LOOPS]):
+    for level, flags in enumerate(levels[:MAX_LOOPS]):
         names = [n for n, o in st.items() if o.depth > level and o.betas[: level + 1] == s.betas[: level + 1]]
         lo, hi = loop_bounds(prog, names, level, st)
         used = {k for k, c in enumerate(flags["row"]) if c != 0}
@@ -167,9 +168,9 @@ def _stride_maps(prog: Program, stmt: Statement) -> list[list[float]]:
     return out
 
 
-def _locality_vector(prog: Program, st: State, name: str, maps: list[list[float]]) -> list[float]:
-    """Element stride of each access along the innermost and second-innermost loop (module docstring)."""
-    flags = loop_flags(prog, name, st[name])
+def _locality_vector(flags: list[dict], maps: list[list[float]]) -> list[float]:
+    """Element stride of each access (`maps`, from `_stride_maps`) along the innermost and
+    second-innermost loop (`flags`: the computation's `loop_flags`; module docstring)."""
     out: list[float] = []
     for acc in maps:
         for k in range(1, STRIDE_LOOPS + 1):
@@ -202,8 +203,10 @@ def featurizer(prog: Program) -> Callable[[State], Tree]:
     maps = [_stride_maps(prog, s) for s in prog.statements]
 
     def one(st: State) -> Tree:
-        comps = [_loop_vector(prog, st, s.name) + rest + _locality_vector(prog, st, s.name, m)
-                 for s, rest, m in zip(prog.statements, static, maps, strict=True)]
+        comps = []
+        for s, rest, m in zip(prog.statements, static, maps, strict=True):
+            levels = loop_flags(prog, s.name, st[s.name])
+            comps.append(_loop_vector(prog, st, s.name, levels) + rest + _locality_vector(levels, m))
         return Tree(np.array(comps, dtype=np.float32), loop_tree(prog, st))
 
     return one
