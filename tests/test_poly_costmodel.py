@@ -73,6 +73,7 @@ def test_collection_writes_rows_and_a_sample(data_dir, tmp_path):
     assert {r["seed"] for r in rows} == {0, 1, 2}
     assert all(r["speedup"] > 0 and r["seconds"] > 0 and r["baseline_seconds"] > 0 for r in rows)
     assert all(r["load"] >= 0 for r in rows)  # how busy the machine was, to find rows timed beside other work
+    assert all(r["retimed"] == 0 for r in rows)  # the guard is off unless asked (quiet=None)
     # The identity schedule is the original program: its paired speedup measures only the noise.
     assert all(0.2 < r["speedup"] < 5 for r in rows if not r["schedule"])
     assert write_sample(data_dir, tmp_path / "sample", rows=5) >= 5

@@ -25,12 +25,18 @@ file per block of 100 seeds (50,000 rows are ~50 MB loose, ~3 MB packed: the pac
 a repository keeps, so a fresh machine resumes from it); a packed seed counts as done, and a pack
 interrupted between writing a block and deleting its loose files leaves nothing twice.  Rows: `seed`, `hash` (program), `program` (its
 dict), `schedule` (`Schedule.to_list()`), `seconds`, `baseline_seconds`, `speedup`, `load` (the 1-minute load average while the program was
-measured; rows before it was recorded lack it).
+measured), `retimed` (timed runs of the program taken again because other processes were busy;
+rows before these were recorded lack them).
 
 Run it on an otherwise idle machine: with 2 OpenMP threads on 2 cores, any other busy process takes
 a core from the parallel schedules, and their speedups come out too low (measured: with a training
 job beside it, outer-loop parallelization's median speedup fell from 1.00 to 0.91 and its 90th
-percentile from 1.66 to 1.02); the collector warns when the load average says the machine is busy.
+percentile from 1.66 to 1.02).  So the collector guards its timings (`Measurer(quiet=...)`,
+`--quiet-cores`, default 0.15): a timed run during which other processes used more than that many
+cores is taken again once the machine is quiet; a program's rows say how many runs were taken again
+(`retimed`), and the collector still warns when the load average says the machine is busy.  The
+guard sees other processes, so it is on only with one local worker (more workers, or Ray tasks on
+one machine, would count each other as busy).
 
 Programs run in parallel over `workers` processes, each with its own Measurer on the one SQLite
 cache.  Timings share the machine: keep workers * threads at most the number of cores, or the
@@ -136,13 +142,14 @@ def state_key(st) -> tuple:
 _worker: dict = {}
 
 
-def _init_worker(cache_path: str | None, cfg: DataConfig) -> None:
-    """One Measurer per worker process, on the shared cache (None: a private scratch cache)."""
+def _init_worker(cache_path: str | None, cfg: DataConfig, quiet: float | None = None) -> None:
+    """One Measurer per worker process, on the shared cache (None: a private scratch cache); `quiet`:
+    the busy-machine guard (module docstring)."""
     from llmopt.harness.cache import open_cache, scratch_cache
     from llmopt.poly.measure import Measurer
 
     cache = (open_cache(cache_path) if cache_path else None) or scratch_cache()
-    _worker["measurer"] = Measurer(cache, repeats=cfg.repeats, threads=cfg.threads)
+    _worker["measurer"] = Measurer(cache, repeats=cfg.repeats, threads=cfg.threads, quiet=quiet)
     _worker["cfg"] = cfg
 
 
@@ -157,7 +164,7 @@ def measure_program(seed: int) -> dict:
         measurer.reference(prog)
     except ProgramError as err:
         return {"seed": seed, "rows": [], "error": str(err)}
-    rows, load = [], os.getloadavg()[0]
+    rows, load, retimed = [], os.getloadavg()[0], measurer.retimed
     for sched in program_schedules(prog, measurer.legality(prog), cfg.schedules_per_program, seed):
         got = measurer.paired(prog, sched, cfg.rounds)
         if got.get("ok") and got["seconds"] > 0:
@@ -167,7 +174,8 @@ def measure_program(seed: int) -> dict:
     # The 1-minute load average over the program (the collector's own threads included): parallel
     # schedules need idle cores, and a busy machine shows up here, so such rows can be found later.
     load = round(max(load, os.getloadavg()[0]), 2)
-    return {"seed": seed, "rows": [{**r, "load": load} for r in rows], "error": None}
+    retimed = measurer.retimed - retimed
+    return {"seed": seed, "rows": [{**r, "load": load, "retimed": retimed} for r in rows], "error": None}
 
 
 def program_file(out: Path, seed: int) -> Path:
@@ -224,15 +232,18 @@ class _Recorder:
 
 def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = DataConfig(), workers: int = 1,
             cache_path: str | None = None, progress: bool = True, pack_every: int = 0, executor: str = "local",
-            address: str | None = None) -> int:
+            address: str | None = None, quiet: float | None = None) -> int:
     """Measure every seed's program that has no file in `out` yet; returns the rows written now.
 
     pack_every=N packs the finished programs after every N of them, so the committable files keep
     up with a long job (a session cut off mid-job loses only what is loose).  executor="ray" runs
     one Ray task per program on the cluster at `address` (None: a local Ray); `workers` is then unused.
+    quiet=C guards the timings against other work (module docstring); only with one local worker.
     """
     if executor not in ("local", "ray"):
         raise UsageError(f"unknown executor {executor!r}: use local or ray")
+    if quiet is not None and (executor != "local" or workers > 1):
+        raise UsageError("the busy-machine guard (quiet) needs one local worker: other workers count as busy")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _check_config(out, cfg)
@@ -244,15 +255,15 @@ def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = 
     try:
         if todo:
             run = _collect_ray if executor == "ray" else _collect_local
-            run(todo, cfg, cache_path, recorder, workers=workers)
+            run(todo, cfg, cache_path, recorder, workers=workers, quiet=quiet)
     finally:
         recorder.close()
     return recorder.written
 
 
 def _collect_local(todo: list[int], cfg: DataConfig, cache_path: str | None, recorder: _Recorder,
-                   workers: int) -> None:
-    with ProcessPoolExecutor(max(1, workers), initializer=_init_worker, initargs=(cache_path, cfg)) as pool:
+                   workers: int, quiet: float | None = None) -> None:
+    with ProcessPoolExecutor(max(1, workers), initializer=_init_worker, initargs=(cache_path, cfg, quiet)) as pool:
         pending, queue = set(), list(reversed(todo))
         while queue or pending:
             while queue and len(pending) < 2 * max(1, workers):
@@ -291,7 +302,7 @@ def _connect_ray(address: str | None, cfg: DataConfig) -> None:
 
 
 def _collect_ray(todo: list[int], cfg: DataConfig, cache_path: str | None, recorder: _Recorder,
-                 workers: int) -> None:
+                 workers: int, quiet: float | None = None) -> None:
     """One Ray task per program (Ray already connected); the driver owns the files (tasks only return rows)."""
     import ray
 
@@ -452,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="Ray cluster of --executor ray (HOST:PORT or ray://HOST:PORT; default: $RAY_ADDRESS, "
                    "else a new local Ray)")
     p.add_argument("--small", action="store_true", help="test-size programs (microseconds)")
+    p.add_argument("--quiet-cores", type=float, default=0.15, metavar="C",
+                   help="take a timed run again when other processes used more than C cores during it (one "
+                   "local worker only; a negative C turns the guard off)")
     p.add_argument("--cache", default=None, help="timing cache (default: poly.sqlite in the llmopt cache folder)")
     p.add_argument("--sample", metavar="DEST", help="then copy a small sample (--sample-rows) to DEST")
     p.add_argument("--sample-rows", type=int, default=300)
@@ -471,9 +485,12 @@ def main(argv: list[str] | None = None) -> int:
     from llmopt.harness.cache import DEFAULT_CACHE_DIR
 
     cfg = DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small)
+    alone = args.executor == "local" and args.workers == 1
+    quiet = args.quiet_cores if alone and args.quiet_cores >= 0 else None  # other workers would count as busy
     cache = args.cache or str(DEFAULT_CACHE_DIR / "poly.sqlite")
     rows = collect(args.out, range(args.first_seed, args.first_seed + args.programs), cfg, args.workers, cache,
-                   pack_every=max(0, args.pack_every), executor=args.executor, address=args.address)
+                   pack_every=max(0, args.pack_every), executor=args.executor, address=args.address,
+                   quiet=quiet)
     print(f"{rows} new rows in {args.out}")
     if args.pack:
         print(f"packed {pack(args.out)} programs in {args.out}/packed")
