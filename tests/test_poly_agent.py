@@ -240,3 +240,41 @@ def test_agent_search_measures_the_greedy_schedule_and_never_loses(measurer, tmp
     assert res.schedule in (greedy, Schedule()) and res.evaluations == 1
     assert res.seconds <= res.baseline_seconds and check(prog, res.schedule)[0]
     assert 0 < res.measure_seconds <= res.search_seconds
+
+
+def test_walk_actions_replay_every_random_schedule(measurer):
+    from llmopt.poly.agent.walk import walk_actions
+    from llmopt.poly.costmodel.data import program_schedules
+
+    for name in ("gemm", "heat2d", "2mm"):
+        prog = benchmark(name, small=True)
+        for sched in program_schedules(prog, measurer.legality(prog), 8, seed=3):
+            actions, pos, done = walk_actions(prog, sched), start(), False
+            for a in actions:
+                pos, done = advance(prog, pos, a)
+            assert done and pos.schedule == sched and actions[-1] == NEXT
+    gemm = benchmark("gemm", small=True)
+    backwards = Schedule((Unroll("S1", factor=2), Unroll("S0", factor=2)))  # branch 1, then back to branch 0
+    assert walk_actions(gemm, Schedule(backwards.transforms[1:])) is not None
+    assert walk_actions(gemm, backwards) is None
+
+
+def test_imitation_learns_the_best_walk_and_ships_as_a_policy(measurer, tmp_path):
+    """Weighted cloning on one program's walks (speedups made up here: the mechanics, not a result):
+    the greedy policy walks the fastest schedule, and the value head learns its log4 speedup."""
+    from llmopt.poly.agent.imitate import ImitateConfig, imitate, walk_weights
+    from llmopt.poly.costmodel.data import program_schedules
+
+    assert walk_weights([1.0, 4.0], 0.1).argmax() == 1 and walk_weights([1.0, 1.0], 0.1).tolist() == [0.5, 0.5]
+    prog = benchmark("mvt", small=True)
+    scheds = program_schedules(prog, measurer.legality(prog), 5, seed=1)
+    best = scheds[3]
+    rows = [{"hash": prog.hash(), "program": prog.to_dict(), "schedule": s.to_list(),
+             "speedup": 3.0 if s == best else 1.0} for s in scheds]
+    cfg = ImitateConfig(epochs=200, validation=0.0)
+    ckpt = imitate(rows, tmp_path / "run", cfg, log=None)
+    policy = AgentPolicy(ckpt)
+    assert policy.schedule(prog, measurer) == best
+    _, value = policy.model(Batch.from_data_list([graph(prog, start())]))
+    assert abs(float(value) - math.log(3.0, 4)) < 0.25
+    assert len(list(csv.DictReader((tmp_path / "run" / "log.csv").open()))) == 200

@@ -87,3 +87,28 @@ def advance(prog: Program, pos: Position, action: int) -> tuple[Position, bool]:
         return (pos if last else Position(pos.schedule, pos.branch + 1)), last
     step = transform(ACTIONS[action], target(prog, pos))
     return Position(pos.schedule.then(step), pos.branch), False
+
+
+def walk_actions(prog: Program, schedule: Schedule) -> list[int] | None:
+    """The actions of the walk that builds `schedule` and then ends the episode: each transform on
+    its branch (reached with "Next"), then "Next" to the end; None when no walk builds it (a
+    transform on an earlier branch than the one before it, or one that is not among the 56).
+    Schedules of `random_schedule` and of the agent are walks, so they always have one."""
+    pos, out = start(), []
+    for t in schedule.transforms:
+        while target(prog, pos) != t.stmt:
+            pos, done = advance(prog, pos, NEXT)
+            if done:
+                return None
+            out.append(NEXT)
+        action = next((a for a in range(len(ACTIONS)) if a != NEXT and transform(ACTIONS[a], t.stmt) == t), None)
+        if action is None:
+            return None
+        pos, _ = advance(prog, pos, action)
+        out.append(action)
+    for _ in range(len(branch_list(prog, pos)) + 1):
+        pos, done = advance(prog, pos, NEXT)
+        out.append(NEXT)
+        if done:
+            return out
+    return None
