@@ -26,6 +26,8 @@ stage() {
   grep -qx '/.device/' "$exclude" 2>/dev/null || echo '/.device/' >> "$exclude"
   rm -rf .device/data && mkdir -p .device/data
   cp "$data"/{train,validation,test}.parquet "$data/README.md" .device/data/
+  # The good lists of every train function: what the set loss (set_members > 0) reads.
+  for f in "$data"/lists-*.json.gz; do if [[ -e "$f" ]]; then cp "$f" .device/data/; fi; done
   mkdir -p "$STASH"
   for dir in "${BULKY[@]}"; do
     if [[ -e "$dir" && ! -e "$STASH/$dir" ]]; then
