@@ -1,0 +1,46 @@
+"""Two or more cost models on the same held-out programs: test MAPE overall, on the programs of seeds
+below `--old-seeds` (the earlier test set) and on the rest.  The split is by program hash
+(`llmopt.poly.costmodel.train.split_of`), so a model trained on less data never saw any of these.
+
+    python scripts/costmodel_compare.py data/poly-costmodel llmopt/poly/data/costmodel.pt runs/cm-673/costmodel.pt \
+        --old-seeds 438 --cache runs/cm-673/features.pkl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from llmopt.poly.costmodel.data import load_rows  # noqa: E402
+from llmopt.poly.costmodel.model import load_model  # noqa: E402
+from llmopt.poly.costmodel.train import Dataset, TrainConfig, evaluate, featurize_rows  # noqa: E402
+
+
+def subset(ds: Dataset, keep) -> Dataset:
+    idx = [i for i, h in enumerate(ds.programs) if keep(h)]
+    return Dataset([ds.trees[i] for i in idx], [ds.speedups[i] for i in idx], [ds.programs[i] for i in idx])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("data")
+    p.add_argument("models", nargs="+")
+    p.add_argument("--old-seeds", type=int, default=0, help="programs of seeds below this form the 'earlier' part")
+    p.add_argument("--cache", help="features cache of a training run (features.pkl)")
+    args = p.parse_args()
+    rows = load_rows(args.data)
+    test = featurize_rows(rows, TrainConfig(), False, cache=args.cache)["test"]
+    old = {r["hash"] for r in rows if r["seed"] < args.old_seeds}
+    parts = {"test (all)": test, f"test, seeds < {args.old_seeds}": subset(test, lambda h: h in old),
+             "test, the rest": subset(test, lambda h: h not in old)}
+    mape = {m: {k: round(evaluate(load_model(m, "cpu")[0], v), 4) for k, v in parts.items()} for m in args.models}
+    print(json.dumps({"programs": {k: len(set(v.programs)) for k, v in parts.items()}, "mape": mape}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
