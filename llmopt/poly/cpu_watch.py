@@ -44,7 +44,7 @@ def own_cpu_seconds() -> float:
 class CpuWatch:
     """Foreign CPU (core-seconds used by other processes) over a `with` block; module docstring."""
 
-    def __enter__(self) -> "CpuWatch":
+    def __enter__(self) -> CpuWatch:
         self._busy, self._own, self._wall = machine_busy_seconds(), own_cpu_seconds(), time.perf_counter()
         self.foreign = self.wall = 0.0
         return self
