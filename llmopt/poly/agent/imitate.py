@@ -115,12 +115,13 @@ def split(programs: list[str], validation: float, seed: int) -> tuple[list[str],
     return order[n_val:], order[:n_val]
 
 
-def _loss(model: ActorCritic, steps: list[Step], value_weight: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _loss(model: ActorCritic, steps: list[Step], value_weight: float) -> torch.Tensor:
+    """Weighted cross-entropy of the walks' actions plus `value_weight` times the value head's error."""
     logits, value = model(Batch.from_data_list([s.graph for s in steps]))
     w = torch.tensor([s.weight for s in steps])
     ce = torch.nn.functional.cross_entropy(logits, torch.tensor([s.action for s in steps]), reduction="none")
     mse = (value - torch.tensor([s.value for s in steps])) ** 2
-    return (w * (ce + value_weight * mse)).sum() / w.sum(), logits
+    return (w * (ce + value_weight * mse)).sum() / w.sum()
 
 
 @torch.no_grad()
@@ -164,7 +165,7 @@ def imitate(rows: list[dict], out: str | Path, cfg: ImitateConfig | None = None,
             order, total, weight = rng.permutation(len(train_s)), 0.0, 0.0
             for lo in range(0, len(order), cfg.minibatch):
                 batch = [train_s[i] for i in order[lo: lo + cfg.minibatch]]
-                loss, _ = _loss(model, batch, cfg.value_weight)
+                loss = _loss(model, batch, cfg.value_weight)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -172,7 +173,7 @@ def imitate(rows: list[dict], out: str | Path, cfg: ImitateConfig | None = None,
                 total, weight = total + loss.item() * w, weight + w
             model.eval()
             with torch.no_grad():
-                val = _loss(model, val_s, cfg.value_weight)[0].item() if val_s else float("nan")
+                val = _loss(model, val_s, cfg.value_weight).item() if val_s else float("nan")
             agree = agreement(model, val_s)
             writer.writerow([epoch, f"{total / weight:.5g}", f"{val:.5g}", f"{agree:.4g}",
                              f"{(time.time() - t0) / 60:.3g}"])

@@ -254,8 +254,10 @@ def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = 
     recorder = _Recorder(out, len(seeds), len(todo), progress, pack_every)
     try:
         if todo:
-            run = _collect_ray if executor == "ray" else _collect_local
-            run(todo, cfg, cache_path, recorder, workers=workers, quiet=quiet)
+            if executor == "ray":
+                _collect_ray(todo, cfg, cache_path, recorder)
+            else:
+                _collect_local(todo, cfg, cache_path, recorder, workers, quiet)
     finally:
         recorder.close()
     return recorder.written
@@ -301,8 +303,7 @@ def _connect_ray(address: str | None, cfg: DataConfig) -> None:
                          f"needs {cfg.threads}")
 
 
-def _collect_ray(todo: list[int], cfg: DataConfig, cache_path: str | None, recorder: _Recorder,
-                 workers: int, quiet: float | None = None) -> None:
+def _collect_ray(todo: list[int], cfg: DataConfig, cache_path: str | None, recorder: _Recorder) -> None:
     """One Ray task per program (Ray already connected); the driver owns the files (tasks only return rows)."""
     import ray
 
