@@ -58,7 +58,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="only write the tables, plots and REPORT.md of --out again from its results.json (stored "
                         "numbers; nothing is sampled or compiled; the other options are ignored)")
     p.add_argument("--methods", type=_methods, default=list(DEFAULT_METHODS),
-                   help="comma list: greedy, nucleus[_tT], priority[_noregex|_geomean|_branchN...], feedback[_fast|"
+                   help="comma list: greedy, nucleus[_tT], priority[_noregex|_geomean|_nooz|_lists|_branchN...], feedback[_fast|"
                         "_short|_long], random, coreset, coreset_cover, greedy_search, autotuner, oz; groups: model, "
                         f"baselines, ablations (default: {','.join(DEFAULT_METHODS)})")
     p.add_argument("--samples", type=_ints, default=list(DEFAULT_SAMPLES),
@@ -80,6 +80,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="compilations per function for greedy_search")
     p.add_argument("--coreset-candidates", type=positive_int, default=100, help="lists ranked by coreset_cover")
     p.add_argument("--coreset-train", type=positive_int, default=300, help="training functions coreset_cover compiles on")
+    p.add_argument("--list-vocabulary", default=None, metavar="FILE",
+                   help="the lists priority_lists ranks (JSON; default: coreset_cover's candidates)")
     p.add_argument("--quality-limit", type=nonnegative_int, default=0,
                    help="decode full answers (with optimized IR) on N functions for code-quality metrics")
     p.add_argument("--quality-max-new-tokens", type=positive_int, default=2048)
@@ -112,7 +114,8 @@ def handler(args: argparse.Namespace) -> int:
     options = MethodOptions(seed=args.seed, model=args.model, temperature=args.temperature, top_p=args.top_p,
                             greedy_search_budget=args.greedy_search_budget, coreset_candidates=args.coreset_candidates,
                             coreset_train=args.coreset_train, feedback_rounds=args.feedback_rounds,
-                            threads=args.threads, max_passes=args.max_passes, metric=args.metric)
+                            threads=args.threads, max_passes=args.max_passes, metric=args.metric,
+                            list_vocabulary=args.list_vocabulary)
     cfg = EvalConfig(dataset=args.dataset, out=out, methods=methods, samples=args.samples,
                      limit=args.limit, seed=args.seed, train_dataset=args.train_dataset, options=options,
                      quality_limit=args.quality_limit, quality_max_new_tokens=args.quality_max_new_tokens,

@@ -236,6 +236,7 @@ class MethodOptions:
     threads: int | None = None
     max_passes: int = DEFAULTS.max_passes  # longest pass list the model may generate
     metric: str = "instcount"  # what the searching baselines (greedy_search, coreset_cover) minimize
+    list_vocabulary: str | None = None  # priority_lists: a lists file (default: coreset_cover's candidates)
 
 
 class MethodFactory:
@@ -283,15 +284,31 @@ class MethodFactory:
                                 budget=o.greedy_search_budget, metric=o.metric)
         return self._from_registry(name)
 
+    def list_vocabulary(self) -> list[list[str]]:
+        """The lists `priority_lists` ranks: `--list-vocabulary FILE`, else the same candidates as
+        `coreset_cover` (the most frequent training labels, and -Oz), so the two differ only in the order."""
+        from llmopt.sampling.baselines import Coreset, read_list_vocabulary
+
+        if self.options.list_vocabulary:
+            return read_list_vocabulary(self.options.list_vocabulary)
+        labels = [r["passes"] for r in self.train_rows if r.get("passes") is not None]
+        if not labels:
+            raise MethodError("priority_lists needs a training split with pass lists (--train-dataset) "
+                              "or --list-vocabulary FILE")
+        candidates = Coreset(labels).lists[: self.options.coreset_candidates]
+        return candidates if [OZ] in candidates else candidates + [[OZ]]
+
     def _from_registry(self, name: str) -> Strategy:
         o = self.options
         lists = [r["passes"] for r in self.train_rows if r.get("passes") is not None]
         if name == "coreset" and not lists:
             raise MethodError("coreset needs a training split with pass lists: pass --train-dataset PATH[:split]")
         config = SamplingConfig(temperature=o.temperature, top_p=o.top_p, seed=o.seed, max_passes=o.max_passes)
+        vocabulary = self.list_vocabulary() if "_lists" in name else None
         try:
             return strategy_from_name(name, lm=self.lm if needs_model(name) else None, config=config,
                                       harness=self.harness, metric=o.metric, train_pass_lists=lists,
-                                      feedback_rounds=o.feedback_rounds, build=self.build)
+                                      feedback_rounds=o.feedback_rounds, build=self.build,
+                                      list_vocabulary=vocabulary)
         except ValueError as err:
             raise MethodError(str(err)) from None

@@ -100,3 +100,53 @@ def test_baselines_unique_and_seeded(example_functions):
         check_pass_list(s.passes)
     core = Coreset([["sroa"], ["default<Oz>"], ["sroa"], ["gvn", "dce"], ["sroa"], ["default<Oz>"]])
     assert [s.passes for s in core.sample(ir, 2)] == [["sroa"], ["default<Oz>"]]
+
+
+def test_priority_over_a_list_set_ranks_exactly_that_set(tiny_lm, example_functions):
+    """`priority_lists`: every sample is one of the given lists, each once, in the order of the model's
+    probability of the list (renormalized over the trie), computed here list by list."""
+    from llmopt.sampling.registry import strategy_from_name
+
+    passes = [p for p in tiny_lm.passes if not p.startswith("default<")]
+    metas = [p for p in tiny_lm.passes if p.startswith("default<")]
+    vocabulary = [[metas[0]], [passes[0]], [passes[0], passes[1]], [passes[1], metas[0]], [passes[2], passes[0]],
+                  [passes[0]],  # a duplicate: kept once
+                  ["no-such-pass"], [metas[0], metas[1]]]  # not valid lists of this model: dropped
+    narrowed = tiny_lm.restricted_to(vocabulary)
+    assert narrowed.grammar.dropped == 2 and len(narrowed.grammar.lists) == 5
+    assert narrowed.model is tiny_lm.model and tiny_lm.grammar is not narrowed.grammar  # shared weights only
+
+    ir = example_functions[0]
+    samples = strategy_from_name("priority_lists", lm=tiny_lm, list_vocabulary=vocabulary).sample(ir, 10)
+    assert sorted(tuple(s.passes) for s in samples) == sorted(tuple(p) for p in narrowed.grammar.lists)
+
+    decoder = narrowed.decoder(ir)
+    grammar = narrowed.grammar
+    exact = {}
+    for lst in narrowed.grammar.lists:
+        ids = [grammar.pass_ids[p] for p in lst] + [grammar.close_id]
+        exact[tuple(lst)] = sum(float(decoder.masked_logprobs(ids[:i])[t]) for i, t in enumerate(ids))
+    assert [s.logprob for s in samples] == pytest.approx([exact[tuple(s.passes)] for s in samples], abs=1e-4)
+    assert [tuple(s.passes) for s in samples] == sorted(exact, key=lambda k: -exact[k])
+    with pytest.raises(ValueError, match="list vocabulary"):
+        strategy_from_name("priority_lists", lm=tiny_lm)
+    with pytest.raises(ValueError, match="none of the lists"):
+        tiny_lm.restricted_to([["no-such-pass"]])
+
+
+def test_read_list_vocabulary_forms(tmp_path):
+    import gzip
+    import json
+
+    from llmopt.sampling.baselines import read_list_vocabulary
+
+    lists = [["default<Oz>"], ["mem2reg", "instcombine"]]
+    (tmp_path / "plain.json").write_text(json.dumps(lists))
+    with gzip.open(tmp_path / "matrix.json.gz", "wt") as f:
+        json.dump({"lists": lists, "rows": {}}, f)
+    assert read_list_vocabulary(tmp_path / "plain.json") == lists
+    assert read_list_vocabulary(tmp_path / "matrix.json.gz") == lists
+    (tmp_path / "bad.json").write_text(json.dumps({"lists": "mem2reg"}))
+    for bad in ("bad.json", "missing.json"):
+        with pytest.raises(ValueError, match="list"):
+            read_list_vocabulary(tmp_path / bad)

@@ -71,3 +71,22 @@ class Coreset:
 
     def sample(self, ir: str, n: int) -> list[Sample]:
         return [Sample(list(p), None) for p in self.lists[:n]]
+
+
+def read_list_vocabulary(path: str | Path) -> list[list[str]]:
+    """Pass lists from a JSON file (`.json` or `.json.gz`): a list of lists, or an object whose `lists` holds
+    them (a model's `lists.json`, eval's `coreset_cover.json`, a dataset's `lists-train.json.gz`)."""
+    import gzip
+    import json
+
+    path = Path(path)
+    try:
+        with (gzip.open(path, "rt") if path.suffix == ".gz" else open(path)) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: not a readable JSON list vocabulary ({err})") from None
+    lists = data.get("lists") if isinstance(data, dict) else data
+    if not isinstance(lists, list) or not all(isinstance(p, list) and all(isinstance(x, str) for x in p)
+                                              for p in lists):
+        raise ValueError(f"{path}: expected a JSON list of pass lists, or an object with one under 'lists'")
+    return lists

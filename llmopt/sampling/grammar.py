@@ -89,3 +89,46 @@ class PassListGrammar:
             scores[row, :width] = scores[row, :width].masked_fill(~legal[:width], float("-inf"))
             scores[row, width:] = float("-inf")
         return scores
+
+
+class ListSetGrammar(PassListGrammar):
+    """The pass-list grammar narrowed to a fixed set of lists: the legal next tokens are a trie's children.
+
+    Priority Sampling under it returns the set's lists in the model's order for *this* function, best
+    first and exactly (a best-first walk of the trie by prefix probability); with a set of lists known
+    to win somewhere (the training labels, the autotuner's broadcast lists) every sample is one of
+    them, and the model's job is only the ranking.  Lists with a pass the model does not know are
+    dropped (`dropped` counts them).
+    """
+
+    def __init__(self, tokenizer: Any, passes: Sequence[str], lists: Sequence[Sequence[str]],
+                 vocab_size: int | None = None, max_passes: int = DEFAULTS.max_passes, min_passes: int = 1):
+        super().__init__(tokenizer, passes, vocab_size, max_passes, min_passes)
+        children: dict[tuple[int, ...], set[int]] = {}
+        self.lists: list[list[str]] = []
+        self.dropped = 0
+        seen: set[tuple[str, ...]] = set()
+        for passes_ in lists:
+            if (not passes_ or len(passes_) > max_passes or any(p not in self.pass_ids for p in passes_)
+                    or sum(p.startswith(META_PREFIX) for p in passes_) > 1):
+                self.dropped += 1
+                continue
+            if tuple(passes_) in seen:
+                continue
+            seen.add(tuple(passes_))
+            self.lists.append(list(passes_))
+            ids = [self.pass_ids[p] for p in passes_] + [self.close_id]
+            for i, tok in enumerate(ids):
+                children.setdefault(tuple(ids[:i]), set()).add(tok)
+        if not self.lists:
+            raise ValueError("ListSetGrammar: none of the lists is a valid pass list of this model")
+        self._trie: dict[tuple[int, ...], torch.Tensor] = {}
+        for prefix, toks in children.items():
+            legal = torch.zeros(self.vocab_size, dtype=torch.bool)
+            legal[sorted(toks)] = True
+            self._trie[prefix] = legal
+
+    def mask(self, pass_tokens: Sequence[int]) -> torch.Tensor:
+        """Legal next tokens after `pass_tokens`: the trie's children (the full grammar off the trie)."""
+        legal = self._trie.get(tuple(pass_tokens))
+        return legal if legal is not None else super().mask(pass_tokens)

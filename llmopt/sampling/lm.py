@@ -83,6 +83,17 @@ class PassListLM:
         directory = str(path) if path is not None else str(default_model_dir())
         return cls(model, tokenizer, meta.passes, max_passes=max_passes, context_length=ctx, path=directory)
 
+    def restricted_to(self, lists: Sequence[Sequence[str]]) -> PassListLM:
+        """This model (shared, not copied) with its grammar narrowed to `lists` (`ListSetGrammar`)."""
+        import copy
+
+        from llmopt.sampling.grammar import ListSetGrammar
+
+        narrowed = copy.copy(self)
+        narrowed.grammar = ListSetGrammar(self.tokenizer, self.passes, lists, vocab_size=self.grammar.vocab_size,
+                                          max_passes=self.max_passes)
+        return narrowed
+
     def prompt_ids(self, prompt: str) -> list[int]:
         """Token ids of `prompt` (text up to `<answer>` or a verdict) followed by `<passes>`.
 

@@ -4,6 +4,8 @@
     nucleus, nucleus_tT                  nucleus sampling (T: its temperature, e.g. nucleus_t0.8)
     priority[_noregex|_geomean|_token|_branchN]...   Priority Sampling and its Table 6.1 ablations
     priority_nooz                        Priority Sampling that never spends a sample on bare -Oz (the backup)
+    priority_lists                       Priority Sampling over a fixed set of known-good lists only (the model ranks
+                                         them per function; needs `list_vocabulary`, `ListSetGrammar`)
     feedback, feedback_{fast,short,long} greedy answer, then compiler-feedback retries (needs a harness)
     random, coreset                      model-free baselines (coreset needs training pass lists)
     NAME_polishK                         K samples of NAME, then greedy polish (needs a harness)
@@ -24,7 +26,7 @@ from llmopt.sampling.config import DEFAULTS, SamplingConfig
 
 BASE_NAMES = ("greedy", "nucleus", "priority", "random", "coreset")  # what `llmopt predict --help` lists
 _NUCLEUS = re.compile(r"^nucleus(?:_t(\d+(?:\.\d+)?))?$")
-_PRIORITY = re.compile(r"^priority((?:_(?:noregex|geomean|token|nooz|branch\d+))*)$")
+_PRIORITY = re.compile(r"^priority((?:_(?:noregex|geomean|token|nooz|lists|branch\d+))*)$")
 _FEEDBACK = re.compile(r"^feedback(?:_(fast|short|long))?$")
 _POLISH = re.compile(r"^(.+)_polish(\d+)$")
 
@@ -81,10 +83,17 @@ class NoRegexFallback:
         return out
 
 
-def _priority(lm: Any, name: str, flags: str, config: SamplingConfig) -> Strategy:
+def _priority(lm: Any, name: str, flags: str, config: SamplingConfig,
+              list_vocabulary: Sequence[Sequence[str]] | None = None) -> Strategy:
     from llmopt.sampling.priority import PrioritySampling
 
     parts = [f for f in flags.split("_") if f]
+    if "lists" in parts:
+        if not list_vocabulary:
+            raise ValueError(f"{name} needs a list vocabulary (the model's lists.json or a training split's lists)")
+        if "noregex" in parts:
+            raise ValueError(f"{name}: a list vocabulary is a grammar; it cannot be combined with noregex")
+        lm = lm.restricted_to(list_vocabulary)
     branch = next((int(f[6:]) for f in parts if f.startswith("branch")), config.max_branch)
     priority = "geometric" if "geomean" in parts else "token" if "token" in parts else config.priority
     grammar = config.grammar and "noregex" not in parts
@@ -97,7 +106,8 @@ def _priority(lm: Any, name: str, flags: str, config: SamplingConfig) -> Strateg
 def strategy_from_name(name: str, *, lm: Any = None, config: SamplingConfig = DEFAULTS, harness: Any = None,
                        metric: str = "instcount", train_pass_lists: Sequence[Sequence[str]] | None = None,
                        passes: Sequence[str] | None = None, feedback_rounds: int = 2,
-                       build: Callable[[str], Strategy] | None = None) -> Strategy:
+                       build: Callable[[str], Strategy] | None = None,
+                       list_vocabulary: Sequence[Sequence[str]] | None = None) -> Strategy:
     """The strategy `name` (module docstring); model strategies need `lm`, feedback and polish a `harness`.
 
     `build` makes the inner strategy of `NAME_polishK` (default: this registry), so a caller can
@@ -106,7 +116,8 @@ def strategy_from_name(name: str, *, lm: Any = None, config: SamplingConfig = DE
     if polish := split_polish(name):
         inner = (build or (lambda n: strategy_from_name(n, lm=lm, config=config, harness=harness, metric=metric,
                                                         train_pass_lists=train_pass_lists, passes=passes,
-                                                        feedback_rounds=feedback_rounds)))(polish[0])
+                                                        feedback_rounds=feedback_rounds,
+                                                        list_vocabulary=list_vocabulary)))(polish[0])
         return polished(inner, harness, polish[1], metric, name)
     if name == "greedy":
         from llmopt.sampling.decoding import GreedyDecoding
@@ -121,7 +132,7 @@ def strategy_from_name(name: str, *, lm: Any = None, config: SamplingConfig = DE
         strategy.name = name  # type: ignore[misc]
         return strategy
     if m := _PRIORITY.match(name):
-        return _priority(lm, name, m.group(1), config)
+        return _priority(lm, name, m.group(1), config, list_vocabulary)
     if m := _FEEDBACK.match(name):
         from llmopt.feedback import FeedbackStrategy
 
@@ -139,4 +150,4 @@ def strategy_from_name(name: str, *, lm: Any = None, config: SamplingConfig = DE
             raise ValueError("the coreset strategy needs the training set's pass lists")
         return Coreset(train_pass_lists)
     raise ValueError(f"unknown strategy {name!r}: choose greedy, nucleus[_tT], priority[_noregex|_geomean|_token|"
-                     "_nooz|_branchN], feedback[_fast|_short|_long], random, coreset, or NAME_polishK")
+                     "_nooz|_lists|_branchN], feedback[_fast|_short|_long], random, coreset, or NAME_polishK")
