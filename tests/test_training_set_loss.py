@@ -9,7 +9,7 @@ import torch
 from llmopt.model import default_model_dir, load_tokenizer
 from training.data import collate, encode_rows
 from training.presets import llama_config
-from training.set_loss import collate_sets, encode_set_rows, set_loss, target_sets
+from training.set_loss import collate_sets, encode_set_rows, function_weights, set_loss, target_sets
 from training.train import answer_loss
 
 SMALL = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2,
@@ -84,6 +84,34 @@ def test_packed_members_score_as_separate_forward_passes():
     assert got.item() == pytest.approx(expected, rel=1e-4)
     got.backward()
     assert model.model.layers[0].self_attn.q_proj.weight.grad is not None
+
+
+def test_saving_weighting_scales_each_function_by_its_best_saving():
+    rows = [_row("a", best=10, oz=14), _row("b", best=13, oz=14), _row("c", best=14, oz=14)]
+    assert function_weights(rows, "function") == [1.0, 1.0, 1.0]
+    assert function_weights(rows, "saving") == pytest.approx([4 / 2, 1 / 2, 1 / 2])  # savings 4, 1, (0 ->) 1
+    with pytest.raises(ValueError, match="weighting"):
+        function_weights(rows, "instructions")
+
+    model, tok = _model()
+    two = [_row("a"), {**_row("b"), "ir": IR.replace("add", "sub")}]
+    sets = [[(O1, 1.0), (O2, 0.5)], [(GVN, 1.0)]]
+    plain, _ = encode_set_rows(two, sets, tok, 4096)
+    weighted, _ = encode_set_rows(two, sets, tok, 4096, weights=[3.0, 0.5])
+    per_fn = []
+    for ex in plain:  # each function alone, unweighted: its loss times its answer tokens is its summed term
+        per_fn.append(set_loss(model, collate_sets([ex], tok.pad_token_id)).item() * (len(ex["input_ids"])
+                                                                                      - ex["prompt_len"]))
+    counts_ce = []
+    for ex in plain:  # the counts' cross-entropy is not weighted: only the set term is
+        p, n = ex["prompt_len"], len(ex["members"][0][0])
+        with torch.no_grad():
+            lp = model(input_ids=torch.tensor([ex["input_ids"]])).logits[0].float().log_softmax(-1)
+        counts_ce.append(-sum(float(lp[p + n + i - 1, t]) for i, t in enumerate(ex["input_ids"][p + n:])))
+    tokens = sum(len(ex["input_ids"]) - ex["prompt_len"] for ex in plain)
+    expected = sum(w * (t - ce) + ce for w, t, ce in zip([3.0, 0.5], per_fn, counts_ce, strict=True)) / tokens
+    got = set_loss(model, collate_sets(weighted, tok.pad_token_id)).item()
+    assert got == pytest.approx(expected, rel=1e-4)
 
 
 def test_list_matrix_keeps_the_lists_that_beat_oz_and_resumes(data, tmp_path, harness):

@@ -35,6 +35,8 @@ class TrainConfig:
     keep_unimproved: float = 1.0          # fraction of the train rows whose best is -Oz's count that are kept
     set_members: int = 0                  # > 0: teach up to this many good lists per function with the set loss
                                           # (training/set_loss.py; needs DATA/lists-train.json.gz); 0: one label
+    set_weighting: str = "function"       # set loss: "function" (every function alike) or "saving" (each function
+                                          # by the instructions its best list saves over -Oz, as the metric counts)
     # tokenizer: an existing llmopt tokenizer/model dir, or None to train one into out_dir/tokenizer
     tokenizer: str | None = None
     tokenizer_vocab_size: int = 4096
@@ -69,6 +71,7 @@ class TrainConfig:
     val_generate_ir: bool = True          # False: stop after the counts (much faster)
 
     def __post_init__(self) -> None:
+        from training.set_loss import SET_WEIGHTINGS
         from training.targets import POLICIES
 
         if self.target_policy not in POLICIES:
@@ -79,6 +82,8 @@ class TrainConfig:
             raise ValueError(f"max_minutes must be >= 0 (0 = no cap), got {self.max_minutes}")
         if self.set_members < 0:
             raise ValueError(f"set_members must be >= 0 (0 = one label per function), got {self.set_members}")
+        if self.set_weighting not in SET_WEIGHTINGS:
+            raise ValueError(f"set_weighting must be one of {', '.join(SET_WEIGHTINGS)}, got {self.set_weighting!r}")
         if (self.target_policy != "best" or self.set_members) and self.with_ir:
             raise ValueError(f"target_policy={self.target_policy} (or set_members) needs with_ir=false: the "
                              "dataset holds the optimized IR of the best list only")

@@ -12,6 +12,11 @@ the log of the expected share of the best saving that one sample from the model 
 optimum, even for a model that ignores the input, is a soft set cover: mass goes to lists that save
 on many functions, not to the lists that happen to be labelled most often.
 
+`set_weighting="saving"` weighs each function's term by S(f) = count_Oz - count_best (at least 1),
+scaled so the mean weight over the training rows is 1: the evaluation sums instructions over
+functions, so a function where the best list saves 20 instructions counts 20 times one that saves 1
+(the default, "function", weighs every function alike and lets the many 1-instruction wins decide).
+
 One forward pass per batch: each function's sequence is its prompt, its main answer (pass list,
 counts, EOS, as the other policies teach it), then every other member's pass list; a 4-D attention
 mask lets each member see the prompt and itself only, and its positions restart where the main
@@ -32,6 +37,19 @@ from llmopt.llvm.passes import OZ
 from llmopt.model import format as fmt
 
 Member = tuple[list[str], float]  # (pass list, weight in (0, 1])
+SET_WEIGHTINGS = ("function", "saving")
+
+
+def function_weights(rows: Sequence[dict[str, Any]], weighting: str) -> list[float]:
+    """Each row's weight in the set loss (module docstring): 1, or its best saving over -Oz normalized
+    to mean 1 over `rows`."""
+    if weighting not in SET_WEIGHTINGS:
+        raise ValueError(f"unknown set weighting {weighting!r}: use {' or '.join(SET_WEIGHTINGS)}")
+    if weighting == "function" or not rows:
+        return [1.0] * len(rows)
+    savings = [max(1, int(r["instcount_oz"]) - int(r["instcount_best"])) for r in rows]
+    mean = sum(savings) / len(savings)
+    return [s / mean for s in savings]
 
 
 def target_sets(rows: Sequence[dict[str, Any]], mains: Sequence[list[str]], matrix: dict[str, Any] | None,
@@ -76,10 +94,11 @@ def target_sets(rows: Sequence[dict[str, Any]], mains: Sequence[list[str]], matr
 
 
 def encode_set_rows(rows: Sequence[dict[str, Any]], sets: Sequence[list[Member]], tokenizer: Any,
-                    max_length: int) -> tuple[list[dict[str, Any]], int]:
+                    max_length: int, weights: Sequence[float] | None = None) -> tuple[list[dict[str, Any]], int]:
     """(examples, skipped): like `data.encode_rows`, plus `members` [(pass-list token ids, log weight)],
-    the main answer's first; members that would overflow `max_length` are dropped (the main never is:
-    a row whose prompt and main answer do not fit is skipped)."""
+    the main answer's first, and the row's `weight` (`function_weights`, default 1); members that would
+    overflow `max_length` are dropped (the main never is: a row whose prompt and main answer do not fit
+    is skipped)."""
     if not rows:
         return [], 0
     prompts = tokenizer([fmt.build_prompt(r["ir"], fmt.history_from_row(r)) for r in rows],
@@ -92,7 +111,8 @@ def encode_set_rows(rows: Sequence[dict[str, Any]], sets: Sequence[list[Member]]
     alts = tokenizer(alts_text, add_special_tokens=False)["input_ids"] if alts_text else []
     close = tokenizer.convert_tokens_to_ids(fmt.PASSES_CLOSE)
     examples, skipped, at = [], 0, 0
-    for p, a, members in zip(prompts, mains, sets, strict=True):
+    weights = [1.0] * len(rows) if weights is None else weights
+    for p, a, members, weight in zip(prompts, mains, sets, weights, strict=True):
         own = alts[at: at + len(members) - 1]
         at += len(members) - 1
         if len(p) + len(a) > max_length:
@@ -107,7 +127,7 @@ def encode_set_rows(rows: Sequence[dict[str, Any]], sets: Sequence[list[Member]]
             chosen.append((ids, math.log(w)))
             length += len(ids)
         examples.append({"input_ids": p + a, "labels": [-100] * len(p) + a, "prompt_len": len(p),
-                         "members": chosen, "length": length})
+                         "members": chosen, "length": length, "weight": float(weight)})
     return examples, skipped
 
 
@@ -121,6 +141,7 @@ def collate_sets(examples: Sequence[dict[str, Any]], pad_id: int) -> dict[str, t
     mask = torch.zeros((n, 1, width, width), dtype=torch.bool)
     at_pos, at_tok, at_member, ce_pos, ce_tok = [], [], [], [], []
     member_fn, member_logw, answer_tokens = [], [], 0
+    fn_weight = [float(e.get("weight", 1.0)) for e in examples]
     for b, e in enumerate(examples):
         p, full = e["prompt_len"], e["input_ids"]
         ids[b, : len(full)] = torch.tensor(full)
@@ -156,12 +177,13 @@ def collate_sets(examples: Sequence[dict[str, Any]], pad_id: int) -> dict[str, t
             "at_pos": torch.tensor(at_pos), "at_tok": torch.tensor(at_tok), "at_member": torch.tensor(at_member),
             "ce_pos": torch.tensor(ce_pos, dtype=torch.long), "ce_tok": torch.tensor(ce_tok, dtype=torch.long),
             "member_fn": torch.tensor(member_fn), "member_logw": torch.tensor(member_logw),
+            "fn_weight": torch.tensor(fn_weight),
             "answer_tokens": torch.tensor(answer_tokens)}
 
 
 def set_loss(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """(sum over functions of -log sum_l w p(l|f)  +  the counts' cross-entropy) / answer tokens:
-    per-token scale, so the learning rates of `answer_loss` carry over."""
+    """(sum over functions of W(f) * -log sum_l w p(l|f)  +  the counts' cross-entropy) / answer tokens:
+    per-token scale, so the learning rates of `answer_loss` carry over (W: `function_weights`, 1 by default)."""
     hidden = model.get_decoder()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                                  position_ids=batch["position_ids"]).last_hidden_state
     flat = hidden.reshape(-1, hidden.shape[-1])
@@ -172,7 +194,9 @@ def set_loss(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     member_lp = torch.zeros(n_members, dtype=token_lp.dtype).index_add(0, batch["at_member"], token_lp)
     scores = member_lp + batch["member_logw"].to(member_lp.dtype)
     n_fn = int(batch["member_fn"].max()) + 1
-    total = sum(-torch.logsumexp(scores[batch["member_fn"] == b], dim=0) for b in range(n_fn))
+    fn_weight = batch.get("fn_weight")
+    total = sum(-torch.logsumexp(scores[batch["member_fn"] == b], dim=0) * (1.0 if fn_weight is None else fn_weight[b])
+                for b in range(n_fn))
     if batch["ce_pos"].numel():
         logits = head(flat[batch["ce_pos"]]).float()
         total = total + torch.nn.functional.cross_entropy(logits, batch["ce_tok"], reduction="sum")

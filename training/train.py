@@ -36,7 +36,7 @@ from training import lora as lora_mod
 from training.config import TrainConfig
 from training.data import BatchSchedule, collate, encode_rows, pick_variant
 from training.presets import llama_config
-from training.set_loss import collate_sets, encode_set_rows, set_loss, target_sets
+from training.set_loss import collate_sets, encode_set_rows, function_weights, set_loss, target_sets
 from training.targets import choose_targets, keep_unimproved
 from training.validation import MeasureFn, ValidationCallback, harness_measure
 
@@ -189,7 +189,7 @@ def _encode_train(cfg: TrainConfig, rows: list[dict[str, Any]], tokenizer: Any) 
         raise FileNotFoundError(f"set_members needs {output_path(cfg.data_dir, 'train')}: build it with "
                                 f"`python -m data_pipeline.list_matrix {cfg.data_dir}`")
     sets = target_sets(rows, [t[0] for t in targets], matrix, cfg.set_members)
-    return encode_set_rows(rows, sets, tokenizer, cfg.context_length)
+    return encode_set_rows(rows, sets, tokenizer, cfg.context_length, function_weights(rows, cfg.set_weighting))
 
 
 def _model_and_tokenizer(cfg: TrainConfig, rows: list[dict[str, Any]], passes: list[str], llvm_version: int | None,
@@ -297,6 +297,7 @@ class _Trainer:
                         "training_tokens": self.state["tokens"], "context_length": cfg.context_length,
                         "data_dir": str(cfg.data_dir), "train_examples": len(self.examples),
                         "target_policy": cfg.target_policy, "set_members": cfg.set_members,
+                        "set_weighting": cfg.set_weighting,
                         "stop_reason": self.stop_reason, **extra})
         return m
 
