@@ -90,6 +90,7 @@ def test_saving_weighting_scales_each_function_by_its_best_saving():
     rows = [_row("a", best=10, oz=14), _row("b", best=13, oz=14), _row("c", best=14, oz=14)]
     assert function_weights(rows, "function") == [1.0, 1.0, 1.0]
     assert function_weights(rows, "saving") == pytest.approx([4 / 2, 1 / 2, 1 / 2])  # savings 4, 1, (0 ->) 1
+    assert function_weights(rows, "sqrt_saving") == pytest.approx([2 / (4 / 3), 1 / (4 / 3), 1 / (4 / 3)])
     with pytest.raises(ValueError, match="weighting"):
         function_weights(rows, "instructions")
 

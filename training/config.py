@@ -35,8 +35,9 @@ class TrainConfig:
     keep_unimproved: float = 1.0          # fraction of the train rows whose best is -Oz's count that are kept
     set_members: int = 0                  # > 0: teach up to this many good lists per function with the set loss
                                           # (training/set_loss.py; needs DATA/lists-train.json.gz); 0: one label
-    set_weighting: str = "function"       # set loss: "function" (every function alike) or "saving" (each function
-                                          # by the instructions its best list saves over -Oz, as the metric counts)
+    set_weighting: str = "function"       # set loss: "function" (every function alike), "saving" (each function by
+                                          # the instructions its best list saves over -Oz, as the metric counts), or
+                                          # "sqrt_saving" (in between)
     # tokenizer: an existing llmopt tokenizer/model dir, or None to train one into out_dir/tokenizer
     tokenizer: str | None = None
     tokenizer_vocab_size: int = 4096

@@ -15,7 +15,8 @@ on many functions, not to the lists that happen to be labelled most often.
 `set_weighting="saving"` weighs each function's term by S(f) = count_Oz - count_best (at least 1),
 scaled so the mean weight over the training rows is 1: the evaluation sums instructions over
 functions, so a function where the best list saves 20 instructions counts 20 times one that saves 1
-(the default, "function", weighs every function alike and lets the many 1-instruction wins decide).
+(the default, "function", weighs every function alike and lets the many 1-instruction wins decide);
+"sqrt_saving" (sqrt S, mean 1) sits in between.
 
 One forward pass per batch: each function's sequence is its prompt, its main answer (pass list,
 counts, EOS, as the other policies teach it), then every other member's pass list; a 4-D attention
@@ -37,7 +38,7 @@ from llmopt.llvm.passes import OZ
 from llmopt.model import format as fmt
 
 Member = tuple[list[str], float]  # (pass list, weight in (0, 1])
-SET_WEIGHTINGS = ("function", "saving")
+SET_WEIGHTINGS = ("function", "saving", "sqrt_saving")
 
 
 def function_weights(rows: Sequence[dict[str, Any]], weighting: str) -> list[float]:
@@ -48,6 +49,8 @@ def function_weights(rows: Sequence[dict[str, Any]], weighting: str) -> list[flo
     if weighting == "function" or not rows:
         return [1.0] * len(rows)
     savings = [max(1, int(r["instcount_oz"]) - int(r["instcount_best"])) for r in rows]
+    if weighting == "sqrt_saving":
+        savings = [math.sqrt(s) for s in savings]
     mean = sum(savings) / len(savings)
     return [s / mean for s in savings]
 
