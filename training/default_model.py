@@ -93,6 +93,8 @@ def model_card(run: Path, model: Path, data_dir: str, command: str, evaluation: 
         f"| answer includes optimized IR | {meta.with_ir} |",
         f"| labels | target policy `{extra.get('target_policy', 'best')}` (`training/targets.py`)" + (
             f"; set loss over up to {extra['set_members']} good lists per function (`training/set_loss.py`)"
+            + (f", functions weighted `{extra['set_weighting']}`" if extra.get("set_weighting", "function") != "function"
+               else "")
             if extra.get("set_members") else "") + " |",
         "| inference | `llmopt.model.llama` (plain PyTorch, no `transformers` import); "
         "`transformers.AutoModelForCausalLM` loads the same files |",
