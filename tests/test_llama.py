@@ -97,16 +97,21 @@ def test_priority_samples_identical_across_engines(example_ir):
     assert samples["torch"] == samples["transformers"] and len(samples["torch"]) == 6
 
 
-def test_int8_keeps_the_greedy_answer(example_ir):
-    """`--int8` quantizes the decoder's linear layers only; on the shipped model the greedy answer is unchanged."""
+def test_int8_keeps_the_candidates_and_their_probabilities(example_ir):
+    """`--int8` quantizes the decoder's linear layers only.  Its rounding may flip a near tie between the
+    first tokens of two lists (it does on the shipped model's first example function, 0.05 nats apart), so
+    what must hold is Priority Sampling's candidate set and each list's log-probability (within 0.2 nats)."""
     from llmopt.llvm.ir import normalize_ir, split_functions
 
-    fn = normalize_ir(next(iter(split_functions(example_ir)))[1])
-    answers = {}
+    fns = [normalize_ir(f) for _, f in split_functions(example_ir)][:3]
+    lists = {}
     for int8 in (False, True):
         lm = PassListLM.load(int8=int8, max_passes=12)
-        answers[int8] = strategy_from_name("greedy", lm=lm).sample(fn, 1)[0].passes
-    assert answers[True] == answers[False]
+        lists[int8] = [{tuple(c.passes): c.logprob for c in strategy_from_name("priority", lm=lm).sample(fn, 3)}
+                       for fn in fns]
+    for plain, quantized in zip(lists[False], lists[True], strict=True):
+        assert set(plain) == set(quantized)
+        assert all(abs(plain[k] - quantized[k]) < 0.2 for k in plain), (plain, quantized)
     assert isinstance(lm.model.model.layers[0].mlp.up_proj, torch.ao.nn.quantized.dynamic.Linear)
     assert type(lm.model.lm_head) is torch.nn.Linear
 
