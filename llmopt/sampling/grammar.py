@@ -109,15 +109,14 @@ class ListSetGrammar(PassListGrammar):
         self.dropped = 0
         seen: set[tuple[str, ...]] = set()
         for passes_ in lists:
-            if (not passes_ or len(passes_) > max_passes or any(p not in self.pass_ids for p in passes_)
-                    or sum(p.startswith(META_PREFIX) for p in passes_) > 1):
+            ids = [self.pass_ids.get(p, -1) for p in passes_] + [self.close_id]
+            if not self.is_valid(ids):  # an unknown pass, two meta-passes, too long or empty
                 self.dropped += 1
                 continue
             if tuple(passes_) in seen:
                 continue
             seen.add(tuple(passes_))
             self.lists.append(list(passes_))
-            ids = [self.pass_ids[p] for p in passes_] + [self.close_id]
             for i, tok in enumerate(ids):
                 children.setdefault(tuple(ids[:i]), set()).add(tok)
         if not self.lists:
