@@ -106,6 +106,14 @@ class AutotunerLabels:
 Measure = Callable[[list[tuple[str, list[str]]]], list[Any]]  # Harness.evaluate_tasks
 
 
+def coreset_candidates(labels: Sequence[Sequence[str]], n: int) -> list[list[str]]:
+    """The `n` most frequent training labels, and -Oz: what `coreset_cover` ranks (and `priority_lists` orders)."""
+    from llmopt.sampling.baselines import Coreset
+
+    candidates = Coreset(labels).lists[:n]
+    return candidates if [OZ] in candidates else candidates + [[OZ]]
+
+
 @dataclass
 class SetCoverCoreset:
     """A coreset ranked by set cover on the training set (Coreset-NVP's core set, without the NVP).
@@ -129,7 +137,6 @@ class SetCoverCoreset:
     gains: list[int] = field(default_factory=list)
 
     def build(self) -> list[list[str]]:
-        from llmopt.sampling.baselines import Coreset
 
         key = {"n_candidates": self.n_candidates, "n_train": self.n_train, "seed": self.seed,
                "train": sorted(r.get("ir_hash") or ir_hash(r["ir"]) for r in self.train_rows)[:50]}
@@ -143,9 +150,7 @@ class SetCoverCoreset:
         rows = [r for r in self.train_rows if r.get("passes") is not None]
         if not rows:
             raise MethodError("coreset_cover needs a training split with pass lists (--train-dataset)")
-        candidates = Coreset([r["passes"] for r in rows]).lists[: self.n_candidates]
-        if [OZ] not in candidates:
-            candidates.append([OZ])
+        candidates = coreset_candidates([r["passes"] for r in rows], self.n_candidates)
         rows = sorted(rows, key=lambda r: r.get("ir_hash") or ir_hash(r["ir"]))
         if len(rows) > self.n_train:
             rows = random.Random(self.seed).sample(rows, self.n_train)
@@ -287,16 +292,18 @@ class MethodFactory:
     def list_vocabulary(self) -> list[list[str]]:
         """The lists `priority_lists` ranks: `--list-vocabulary FILE`, else the same candidates as
         `coreset_cover` (the most frequent training labels, and -Oz), so the two differ only in the order."""
-        from llmopt.sampling.baselines import Coreset, read_list_vocabulary
+        from llmopt.sampling.baselines import read_list_vocabulary
 
         if self.options.list_vocabulary:
-            return read_list_vocabulary(self.options.list_vocabulary)
+            try:
+                return read_list_vocabulary(self.options.list_vocabulary)
+            except ValueError as err:
+                raise MethodError(str(err)) from None
         labels = [r["passes"] for r in self.train_rows if r.get("passes") is not None]
         if not labels:
             raise MethodError("priority_lists needs a training split with pass lists (--train-dataset) "
                               "or --list-vocabulary FILE")
-        candidates = Coreset(labels).lists[: self.options.coreset_candidates]
-        return candidates if [OZ] in candidates else candidates + [[OZ]]
+        return coreset_candidates(labels, self.options.coreset_candidates)
 
     def _from_registry(self, name: str) -> Strategy:
         o = self.options

@@ -105,7 +105,7 @@ def test_cli_bad_input_is_a_usage_error(tmp_path, capsys):
 def test_model_methods_and_code_quality(data, tiny_model, tmp_path):
     out = tmp_path / "run"
     cfg = _cfg(data, out, methods=["greedy", "nucleus", "priority", "priority_geomean", "priority_branch3",
-                                   "random", "autotuner"],
+                                   "priority_lists", "random", "autotuner"],
                samples=[1, 3], quality_limit=2, quality_max_new_tokens=48)
     cfg.options.model = str(tiny_model)
     cfg.options.max_passes = 8  # an untrained model rambles: keep its lists short
@@ -114,6 +114,13 @@ def test_model_methods_and_code_quality(data, tiny_model, tmp_path):
     assert {"greedy", "nucleus", "priority", "priority_geomean", "priority_branch3"} <= set(methods)
     assert methods["greedy"]["samples"]["3"]["compilations"] <= 4  # greedy gives one list per function
     assert methods["priority"]["samples"]["3"]["unique_samples"] >= methods["greedy"]["samples"]["3"]["unique_samples"]
+    # priority_lists only ever proposes coreset_cover's candidates: the training labels and -Oz.
+    from eval.inputs import training_rows
+
+    labels = {tuple(r["passes"]) for r in training_rows(None, cfg.dataset) if r.get("passes")} | {("default<Oz>",)}
+    proposed = [tuple(s["passes"]) for line in (out / "records.jsonl").read_text().splitlines()
+                if (rec := json.loads(line))["method"] == "priority_lists" for s in rec["samples"]]
+    assert proposed and set(proposed) <= labels
     q = results["quality"]
     assert q["n_functions"] == 2 and 0.0 <= q["parses_pct"] <= 100.0 and 0.0 <= q["bleu"] <= 1.0
     for name in ("quality", "parse_errors"):
