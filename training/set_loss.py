@@ -197,9 +197,7 @@ def set_loss(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     member_lp = torch.zeros(n_members, dtype=token_lp.dtype).index_add(0, batch["at_member"], token_lp)
     scores = member_lp + batch["member_logw"].to(member_lp.dtype)
     n_fn = int(batch["member_fn"].max()) + 1
-    fn_weight = batch.get("fn_weight")
-    total = sum(-torch.logsumexp(scores[batch["member_fn"] == b], dim=0) * (1.0 if fn_weight is None else fn_weight[b])
-                for b in range(n_fn))
+    total = sum(-torch.logsumexp(scores[batch["member_fn"] == b], dim=0) * batch["fn_weight"][b] for b in range(n_fn))
     if batch["ce_pos"].numel():
         logits = head(flat[batch["ce_pos"]]).float()
         total = total + torch.nn.functional.cross_entropy(logits, batch["ce_tok"], reduction="sum")

@@ -90,7 +90,7 @@ def _priority(lm: Any, name: str, flags: str, config: SamplingConfig,
     parts = [f for f in flags.split("_") if f]
     if "lists" in parts:
         if not list_vocabulary:
-            raise ValueError(f"{name} needs a list vocabulary (the model's lists.json or a training split's lists)")
+            raise ValueError(f"{name} needs a list vocabulary (eval: --list-vocabulary FILE or the training labels)")
         if "noregex" in parts:
             raise ValueError(f"{name}: a list vocabulary is a grammar; it cannot be combined with noregex")
         lm = lm.restricted_to(list_vocabulary)
