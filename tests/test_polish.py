@@ -68,10 +68,19 @@ def test_model_guided_steps_try_the_models_likeliest_passes(tiny_lm, example_fun
     scores = [float(row[tiny_lm.grammar.pass_ids[p]]) for p in ranked]
     assert scores == sorted(scores, reverse=True) and len(ranked) > 4
     assert not any(p in META_PASSES for p in ranked)  # the grammar: one meta-pass per list
-    pol = Polisher(lambda ir, lists: [], vocabulary(), budget=10, order=order, width=4)
-    assert pol.neighbours([OZ]) == [[OZ, p] for p in ranked[:4]]  # no removal from a one-pass list
-    grown = pol.neighbours(["sroa", "gvn"])
+    append_only = Polisher(lambda ir, lists: [], vocabulary(), budget=10, order=order, width=4, insert_width=0)
+    assert append_only.neighbours([OZ]) == [[OZ, p] for p in ranked[:4]]  # no removal from a one-pass list
+    grown = append_only.neighbours(["sroa", "gvn"])
     assert len(grown) == 4 + 2 and grown[-2:] == [["gvn"], ["sroa"]]
+    # Insertions: before pass i, the model's likeliest passes after the list's first i passes, best
+    # rank first across positions; a list with a meta-pass gets no second one.
+    pol = Polisher(lambda ir, lists: [], vocabulary(), budget=10, order=order, width=4, insert_width=2)
+    first = [p for p in order([]) if p not in META_PASSES][:2]
+    assert pol.neighbours([OZ]) == [[OZ, p] for p in ranked[:4]] + [[p, OZ] for p in first]
+    first, after_sroa = order([])[:2], order(["sroa"])[:2]  # meta-passes allowed: the list has none
+    inserted = pol.neighbours(["sroa", "gvn"])[6:]
+    assert inserted == [[first[0], "sroa", "gvn"], ["sroa", after_sroa[0], "gvn"],
+                        [first[1], "sroa", "gvn"], ["sroa", after_sroa[1], "gvn"]]
     # Without its KV cache the decoder still answers, the same as a fresh one.
     fresh = model_order(tiny_lm.decoder(example_functions[0]))(["sroa", "gvn", "dse"])
     decoder.release_cache()

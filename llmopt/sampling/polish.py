@@ -8,7 +8,10 @@ compilations is spent.  Seeds are polished best first while budget remains.
 
 Which extensions a step tries: all of them (~120 compilations a step, so a budget of 100 cannot
 finish one), or, model-guided (`model_order`), the `width` passes the model itself finds likeliest
-after L -- the language model is asked "what comes next?" about a list it never generated.
+after L -- the language model is asked "what comes next?" about a list it never generated.  Guided
+steps also insert inside the list: before pass i, the `insert_width` passes the model likes best after
+L[:i] (the autotuner's labels put e.g. `instcombine` between `iroutliner` and `jump-threading`; an
+append-only walk cannot reach them from a list that already ends in the wrong pass).
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ class Polished:
     improved: bool = False  # better than the best seed
 
 
-MODEL_WIDTH = 8  # extensions a model-guided step tries (+ the removals): ~10 compilations a step
+MODEL_WIDTH = 8  # extensions a model-guided step tries at the end of the list (+ the removals)
+INSERT_WIDTH = 2  # ... and before each pass of it: ~20 compilations a step for a list of 4
 
 
 def model_order(decoder: Any) -> Order:
@@ -71,25 +75,35 @@ class Polisher:
 
     def __init__(self, measure: Measure, vocabulary: Sequence[str], budget: int = 300, max_steps: int = 8,
                  max_len: int = 24, score: Callable[[Any], Score | None] = instcount_score,
-                 order: Order | None = None, width: int = MODEL_WIDTH):
-        if budget < 0 or max_steps < 0 or width < 1:
-            raise ValueError("polish budget and steps must be >= 0, the width >= 1")
+                 order: Order | None = None, width: int = MODEL_WIDTH, insert_width: int = INSERT_WIDTH):
+        if budget < 0 or max_steps < 0 or width < 1 or insert_width < 0:
+            raise ValueError("polish budget, steps and insert width must be >= 0, the width >= 1")
         self.measure, self.score = measure, score
         self.plain = [p for p in vocabulary if p not in META_PASSES]
         self.budget, self.max_steps, self.max_len = budget, max_steps, max_len
-        self.order, self.width = order, width
+        self.order, self.width, self.insert_width = order, width, insert_width
 
     def neighbours(self, passes: list[str]) -> list[list[str]]:
-        """One-pass extensions (a meta-pass only into a list without one; the model's `width` likeliest
-        when guided), then one-pass removals."""
+        """One-pass extensions at the end (a meta-pass only into a list without one; the model's `width`
+        likeliest when guided), one-pass removals, then (guided only) the model's `insert_width`
+        likeliest insertions before each pass, best-ranked first across positions."""
         has_meta = any(p in META_PASSES for p in passes)
         allowed = self.plain + ([] if has_meta else list(META_PASSES))
         if self.order is not None:
             legal = set(allowed)
             allowed = [p for p in self.order(passes) if p in legal][: self.width]
-        grow = [] if len(passes) >= self.max_len else [passes + [p] for p in allowed]
+        full = len(passes) >= self.max_len
+        grow = [] if full else [passes + [p] for p in allowed]
         shrink = [passes[:i] + passes[i + 1:] for i in range(len(passes))] if len(passes) > 1 else []
-        return grow + shrink
+        return grow + shrink + ([] if full else self._insertions(passes, has_meta))
+
+    def _insertions(self, passes: list[str], has_meta: bool) -> list[list[str]]:
+        if self.order is None or not self.insert_width:
+            return []
+        legal = set(self.plain + ([] if has_meta else list(META_PASSES)))
+        ranked = [[p for p in self.order(passes[:i]) if p in legal][: self.insert_width] for i in range(len(passes))]
+        return [passes[:i] + [choices[k]] + passes[i:]
+                for k in range(self.insert_width) for i, choices in enumerate(ranked) if k < len(choices)]
 
     def polish(self, ir: str, seeds: Sequence[tuple[list[str], Score]],
                known: dict[tuple[str, ...], Score | None] | None = None) -> Polished:
