@@ -236,6 +236,9 @@ def main() -> int:
     parser.add_argument("--data", help="dataset directory (default: the sample dataset)")
     parser.add_argument("--functions", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--strategies", default="greedy:1,priority:10", metavar="NAME:K[,NAME:K...]",
+                        help="registry strategies and their sample counts to time (default: greedy:1,priority:10)")
+    parser.add_argument("--engines", default=",".join(ENGINES), help="inference engines to time (default: both)")
     parser.add_argument("--write", help="update the '## Prediction' section of this markdown file")
     parser.add_argument("--untrained-preset", metavar="P[,P...]",
                         help="time randomly initialised models of these presets (tiny,base,small) with --config's "
@@ -266,14 +269,16 @@ def main() -> int:
                                        "instcount_input": median["instcount_input"]},
                    "functions": len(irs), "mean_tokens": round(statistics.mean(r["n_tokens"] for r in batch_rows)),
                    "load_average": os.getloadavg()[0], "cpus": os.cpu_count(), "model": args.model or "default"}
+        results["labels"] = []
         # Both inference engines in the same run: their ratio is what survives a noisy machine.
-        for engine in ENGINES:
+        for engine in args.engines.split(","):
             from llmopt.sampling import PassListLM
 
             lm = PassListLM.load(args.model, engine=engine)
             results[f"decode_step_ms[{engine}]"] = round(decode_step_ms(lm, median["ir"]), 2)
-            for strategy, k in (("greedy", 1), ("priority", 10)):
-                label = f"{'greedy' if strategy == 'greedy' else f'PS@{k}'}, {engine}"
+            for strategy, k in _strategies(args.strategies):
+                label = f"{_short(strategy, k)}, {engine}"
+                results["labels"].append(label)
                 results[f"cold_s[{label}]"] = round(cold(args.model, path, strategy, k, args.repeats, engine), 2)
                 fps, comps = batch(args.model, irs, strategy, k, engine)
                 results[f"batch_functions_per_s[{label}]"] = round(fps, 2)
@@ -282,6 +287,20 @@ def main() -> int:
     if args.write:
         _write(Path(args.write), results)
     return 0
+
+
+def _strategies(spec: str) -> list[tuple[str, int]]:
+    """`greedy:1,priority:10` -> [("greedy", 1), ("priority", 10)]."""
+    out = []
+    for part in spec.split(","):
+        name, _, k = part.partition(":")
+        out.append((name, int(k or 1)))
+    return out
+
+
+def _short(strategy: str, k: int) -> str:
+    """A table label: greedy, PS@10, priority_rerank@10."""
+    return "greedy" if strategy == "greedy" else f"PS@{k}" if strategy == "priority" else f"{strategy}@{k}"
 
 
 def _write(path: Path, r: dict) -> None:
@@ -293,11 +312,12 @@ def _write(path: Path, r: dict) -> None:
              f"Batch = `predict_many` over {r['functions']} functions (mean {r['mean_tokens']} tokens), model loaded, "
              "2 compile workers, cache off.", "",
              "| strategy | cold start (s) | batch (functions/s) | compilations (batch) |", "|---|---|---|---|"]
-    for label in (f"{s}, {e}" for e in ENGINES for s in ("greedy", "PS@10")):
+    for label in r["labels"]:
         lines.append(f"| {label} | {r[f'cold_s[{label}]']} | {r[f'batch_functions_per_s[{label}]']} | "
                      f"{r[f'batch_compilations[{label}]']} |")
+    engines = [e for e in ENGINES if f"decode_step_ms[{e}]" in r]
     lines += ["", "One KV-cached decoding step after the median function's prompt (median ms): "
-              + ", ".join(f"{e} {r[f'decode_step_ms[{e}]']}" for e in ENGINES) + "."]
+              + ", ".join(f"{e} {r[f'decode_step_ms[{e}]']}" for e in engines) + "."]
     lines += ["", "Targets: <= 3 s cold with PS@10; >= 5 functions/s batch with PS@10. Engine `torch` is the "
               "plain-PyTorch Llama (`llmopt.model.llama`, the default), `transformers` the HF model on the same "
               "weights.", ""]

@@ -58,6 +58,29 @@ def test_priority_sampling_exclude_skips_a_list_without_changing_the_order(tiny_
     assert len(nooz) == 8 and ["default<Oz>"] not in [s.passes for s in nooz]
 
 
+def test_priority_rerank_reorders_the_pool_by_confidence_per_pass(tiny_lm, example_functions):
+    from llmopt.sampling import PrioritySampling
+    from llmopt.sampling.priority import per_pass_logprob
+    from llmopt.sampling.registry import strategy_from_name
+
+    ir = example_functions[0]
+    plain = PrioritySampling(tiny_lm).sample(ir, 12)
+    reranked = PrioritySampling(tiny_lm, rerank=8).sample(ir, 12)
+    # The pool (the first 8 lists) in order of log p / passes; the lists after it untouched.
+    assert sorted(map(tuple, (s.passes for s in reranked[:8]))) == sorted(tuple(s.passes) for s in plain[:8])
+    keys = [per_pass_logprob(s) for s in reranked[:8]]
+    assert keys == sorted(keys, reverse=True)
+    assert [s.passes for s in reranked[:8]] != [s.passes for s in plain[:8]]  # it did reorder them
+    assert [s.passes for s in reranked[8:]] == [s.passes for s in plain[8:]]
+    # Fewer samples than the pool: still drawn from the whole pool (the best per pass come first).
+    assert [s.passes for s in PrioritySampling(tiny_lm, rerank=8).sample(ir, 3)] == [s.passes for s in reranked[:3]]
+    by_name = strategy_from_name("priority_rerank8", lm=tiny_lm).sample(ir, 12)
+    assert [s.passes for s in by_name] == [s.passes for s in reranked]
+    assert strategy_from_name("priority_rerank", lm=tiny_lm).rerank == 30
+    with pytest.raises(ValueError):
+        PrioritySampling(tiny_lm, rerank=-1)
+
+
 def test_priority_options_and_nucleus(tiny_lm, example_functions):
     from llmopt.sampling import NucleusSampling, PrioritySampling
 

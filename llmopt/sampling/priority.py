@@ -13,6 +13,12 @@ Priority of a queued prefix (thesis Table 6.1 ablations):
   * "geometric" mean log-probability per token of the prefix (thesis "PS geometric").
   * "token"     log-probability of the alternative token alone (Algorithm 1 taken literally).
 
+`rerank` (pool size P > 0): draw max(n, P) samples, then order the first P by their mean
+log-probability per pass (the whole list's log-probability, end token included, over its length),
+most confident first.  The tree walk finds good lists but hands them out by prefix probability, which
+favours short and common heads (`default<O1>` first for most functions); per-pass confidence is the
+length normalization beam search uses.  It spends model time (P samples), not compilations.
+
 `exclude` names pass lists that are walked but never returned (their alternatives are still
 queued): with -Oz evaluated anyway as the backup (`llmopt predict`, eval's -Oz backup), a sample
 that is the bare `default<Oz>` would spend one of the n compilations on a known answer, so the
@@ -41,15 +47,19 @@ class PrioritySampling:
     grammar:    mask tokens that would not keep the output a valid pass list (thesis "regex").
     reuse_cache: reuse the prompt's and the tree's KV caches (False recomputes; same samples).
     exclude:    pass lists never returned (module docstring), e.g. [["default<Oz>"]].
+    rerank:     pool size P: order the first P samples by mean log-probability per pass (0: off).
     """
 
     name = "priority"
 
     def __init__(self, lm: PassListLM, *, max_branch: int | None = DEFAULTS.max_branch,
                  priority: Priority = DEFAULTS.priority, grammar: bool = DEFAULTS.grammar, reuse_cache: bool = True,
-                 exclude: Sequence[Sequence[str]] = ()):
+                 exclude: Sequence[Sequence[str]] = (), rerank: int = 0):
         if priority not in PRIORITIES:
             raise ValueError(f"unknown priority {priority!r}: use prefix, geometric or token")
+        if rerank < 0:
+            raise ValueError("the rerank pool must be >= 0 (0: off)")
+        self.rerank = rerank
         self.lm = lm
         self.max_branch = max_branch
         self.priority = priority
@@ -66,7 +76,16 @@ class PrioritySampling:
         return logps[-1]
 
     def sample(self, ir: str, n: int, *, prompt: str | None = None) -> list[Sample]:
-        """The first `n` Priority Sampling samples for `ir` (or an explicit prompt text)."""
+        """The first `n` Priority Sampling samples for `ir` (or an explicit prompt text); with a rerank
+        pool, the first `n` after the pool is reordered (module docstring)."""
+        if not self.rerank:
+            return self._walk(ir, n, prompt)
+        drawn = self._walk(ir, max(n, self.rerank), prompt)
+        pool = sorted(drawn[: self.rerank], key=per_pass_logprob, reverse=True)  # stable: ties keep tree order
+        return (pool + drawn[self.rerank:])[:n]
+
+    def _walk(self, ir: str, n: int, prompt: str | None) -> list[Sample]:
+        """Algorithm 1: the first `n` unique lists of the best-first tree walk."""
         decoder = self.lm.decoder(ir, prompt=prompt, reuse_cache=self.reuse_cache)
         self.last_decoder = decoder
         queue: list[tuple[float, int, tuple[int, ...], tuple[float, ...]]] = []
@@ -112,3 +131,8 @@ class PrioritySampling:
             neg, _, popped, popped_lps = heapq.heappop(queue)
             prefix, prefix_lps, score = list(popped), list(popped_lps), -neg
         return samples
+
+
+def per_pass_logprob(sample: Sample) -> float:
+    """The list's log-probability over its number of passes (the rerank's key)."""
+    return (sample.logprob or 0.0) / max(1, len(sample.passes))

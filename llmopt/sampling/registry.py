@@ -4,6 +4,8 @@
     nucleus, nucleus_tT                  nucleus sampling (T: its temperature, e.g. nucleus_t0.8)
     priority[_noregex|_geomean|_token|_branchN]...   Priority Sampling and its Table 6.1 ablations
     priority_nooz                        Priority Sampling that never spends a sample on bare -Oz (the backup)
+    priority_rerank[N]                   Priority Sampling whose first N (default 30) lists are reordered by their
+                                         mean log-probability per pass (model time, not compilations)
     priority_lists                       Priority Sampling over a fixed set of known-good lists only (the model ranks
                                          them per function; needs `list_vocabulary`, `ListSetGrammar`)
     feedback, feedback_{fast,short,long} greedy answer, then compiler-feedback retries (needs a harness)
@@ -26,7 +28,8 @@ from llmopt.sampling.config import DEFAULTS, SamplingConfig
 
 BASE_NAMES = ("greedy", "nucleus", "priority", "random", "coreset")  # what `llmopt predict --help` lists
 _NUCLEUS = re.compile(r"^nucleus(?:_t(\d+(?:\.\d+)?))?$")
-_PRIORITY = re.compile(r"^priority((?:_(?:noregex|geomean|token|nooz|lists|branch\d+))*)$")
+_PRIORITY = re.compile(r"^priority((?:_(?:noregex|geomean|token|nooz|lists|branch\d+|rerank\d*))*)$")
+RERANK_POOL = 30  # `priority_rerank`'s pool: the first 30 lists, reordered by confidence per pass
 _FEEDBACK = re.compile(r"^feedback(?:_(fast|short|long))?$")
 _POLISH = re.compile(r"^(.+)_polish(\d+)$")
 
@@ -98,7 +101,9 @@ def _priority(lm: Any, name: str, flags: str, config: SamplingConfig,
     priority = "geometric" if "geomean" in parts else "token" if "token" in parts else config.priority
     grammar = config.grammar and "noregex" not in parts
     exclude = [[OZ]] if "nooz" in parts else []  # -Oz is evaluated anyway as the backup
-    strategy = PrioritySampling(lm, max_branch=branch, priority=priority, grammar=grammar, exclude=exclude)
+    rerank = next((int(f[6:] or RERANK_POOL) for f in parts if f.startswith("rerank")), 0)
+    strategy = PrioritySampling(lm, max_branch=branch, priority=priority, grammar=grammar, exclude=exclude,
+                                rerank=rerank)
     strategy.name = name  # type: ignore[misc]
     return NoRegexFallback(strategy, name, set(lm.passes)) if not grammar else strategy
 
