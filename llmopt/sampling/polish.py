@@ -89,18 +89,17 @@ class Polisher:
         likeliest insertions before each pass, best-ranked first across positions."""
         has_meta = any(p in META_PASSES for p in passes)
         allowed = self.plain + ([] if has_meta else list(META_PASSES))
+        legal = set(allowed)
         if self.order is not None:
-            legal = set(allowed)
             allowed = [p for p in self.order(passes) if p in legal][: self.width]
         full = len(passes) >= self.max_len
         grow = [] if full else [passes + [p] for p in allowed]
         shrink = [passes[:i] + passes[i + 1:] for i in range(len(passes))] if len(passes) > 1 else []
-        return grow + shrink + ([] if full else self._insertions(passes, has_meta))
+        return grow + shrink + ([] if full else self._insertions(passes, legal))
 
-    def _insertions(self, passes: list[str], has_meta: bool) -> list[list[str]]:
+    def _insertions(self, passes: list[str], legal: set[str]) -> list[list[str]]:
         if self.order is None or not self.insert_width:
             return []
-        legal = set(self.plain + ([] if has_meta else list(META_PASSES)))
         ranked = [[p for p in self.order(passes[:i]) if p in legal][: self.insert_width] for i in range(len(passes))]
         return [passes[:i] + [choices[k]] + passes[i:]
                 for k in range(self.insert_width) for i, choices in enumerate(ranked) if k < len(choices)]
