@@ -120,6 +120,8 @@ def _measure_chunk(harness: Any, method: str, k_max: int,
             res = results[index[(fn.fid, tuple(s.passes))]]
             cand = {"passes": list(s.passes), "instcount": res.instcount if res.ok else None,
                     "error": None if res.ok else (res.error or "failed")[:_ERROR_CHARS], "score": s.score}
+            if s.logprob is not None:  # the model's log p(list): lets a study reorder candidates offline
+                cand["logprob"] = s.logprob
             if metric == "objsize":
                 cand["objsize"] = res.objsize if res.ok else None
             cands.append(cand)

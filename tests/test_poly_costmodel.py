@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,8 +17,10 @@ import pytest
 import torch
 
 from llmopt.harness.cache import ResultCache
+from llmopt.poly.agent.walk import walk_actions
 from llmopt.poly.benchmarks import benchmark
 from llmopt.poly.costmodel.data import (
+    GREEDY_MIN_GAIN,
     DataConfig,
     collect,
     load_rows,
@@ -38,6 +41,7 @@ from llmopt.poly.costmodel.search import beam_model
 from llmopt.poly.costmodel.train import TrainConfig, Trainer, evaluate, featurize_rows, train_epoch
 from llmopt.poly.legality import check
 from llmopt.poly.measure import Measurer
+from llmopt.poly.program import program_from_dict
 from llmopt.poly.schedule import Parallel, Schedule, Tile, Unroll
 from llmopt.poly.search import SEARCHES
 
@@ -105,6 +109,47 @@ def test_resume_with_other_settings_is_refused(data_dir):
 
     with pytest.raises(UsageError, match="collected with"):
         collect(data_dir, range(3), DataConfig(schedules_per_program=5, repeats=1, small=True), progress=False)
+
+
+def test_greedy_source_measures_a_search_whose_steps_only_gain(tmp_path):
+    """Labels from search: every row is a measured walk; each step's schedule extends the previous
+    best by one transformation, and a step is taken only when it beat the best so far by the margin."""
+    cfg = DataConfig(repeats=1, small=True, source="greedy", greedy_width=6, greedy_depth=3)
+    out = tmp_path / "greedy"
+    assert collect(out, range(2), cfg, workers=1, cache_path=str(tmp_path / "cache.sqlite"), progress=False) > 0
+    rows = load_rows(out)
+    assert json.loads((out / "config.json").read_text())["source"] == "greedy"
+    for seed in (0, 1):
+        mine = [r for r in rows if r["seed"] == seed]
+        prog = program_from_dict(mine[0]["program"])
+        assert mine[0]["schedule"] == []  # the identity first: the search's starting point and its noise
+        assert all(walk_actions(prog, Schedule.from_list(r["schedule"])) is not None for r in mine)
+        assert len({json.dumps(r["schedule"]) for r in mine}) == len(mine)
+        by_len: dict[int, list[dict]] = {}
+        for r in mine:
+            by_len.setdefault(len(r["schedule"]), []).append(r)
+        assert max(by_len) <= 3
+        for depth in range(1, max(by_len)):  # the deeper rows all extend the best row of this depth
+            best = max(by_len[depth], key=lambda r: r["speedup"])
+            parents = {json.dumps(r["schedule"][:depth]) for r in by_len[depth + 1]}
+            assert parents == {json.dumps(best["schedule"])}
+            previous = max(r["speedup"] for r in by_len[depth - 1])
+            assert best["speedup"] >= previous * (1 + GREEDY_MIN_GAIN)
+    # Resuming the folder with the random source is refused (its rows answer another question).
+    from llmopt.errors import UsageError
+
+    with pytest.raises(UsageError, match="collected with"):
+        collect(out, range(2), DataConfig(repeats=1, small=True), progress=False)
+
+
+def test_a_folder_from_before_a_setting_existed_resumes_with_its_default(data_dir, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(data_dir, old)
+    config = json.loads((old / "config.json").read_text())
+    for key in ("source", "greedy_width", "greedy_depth", "iterations"):
+        config.pop(key)
+    (old / "config.json").write_text(json.dumps(config))
+    assert collect(old, range(3), CFG, workers=1, cache_path=str(old / "cache.sqlite"), progress=False) == 0
 
 
 def test_forward_on_an_imperfect_nest_and_transformed_schedules():

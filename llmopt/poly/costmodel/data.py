@@ -65,6 +65,7 @@ from llmopt.outputs import write_atomic
 DATA_VERSION = 2  # 2: speedups timed in alternation with the original (Measurer.paired)
 WALK_STEPS = (1, 6)  # transformations per random schedule (Pearl's episodes and the beam depth: 4)
 P_NEXT = 0.25  # chance of moving on to the next branch instead of transforming this one
+SOURCES = ("random", "greedy")  # which schedules of a program are measured (DataConfig.source)
 PACK_BLOCK = 100  # seeds per packed file
 BUSY_LOAD = 1.25  # load average per core above which the machine counts as busy (the collector alone: <= 1)
 
@@ -79,6 +80,12 @@ class DataConfig:
     small: bool = False
     rounds: int = 5  # alternations of original and schedule per measurement (Measurer.paired)
     version: int = DATA_VERSION
+    # "random": the identity and random legal walks (`program_schedules`); "greedy": a greedy search with
+    # execution over walks (`searched_rows`), i.e. labels from search for the agent's imitation.
+    source: str = "random"
+    greedy_width: int = 24  # greedy: children measured per depth (parallelization and interchange always)
+    greedy_depth: int = 4  # greedy: transformations at most
+    iterations: tuple[float, float] | None = None  # generator.Limits.iterations override (None: its default)
 
 
 def _random_action(legality, pos, rng: random.Random) -> int | None:
@@ -134,6 +141,52 @@ def program_schedules(prog, legality, count: int, seed: int) -> list:
     return out
 
 
+GREEDY_MIN_GAIN = 0.05  # a greedy step must beat the best so far by 5%: paired timings vary ~4% (identity rows)
+ALWAYS_TRIED = ("parallelization", "interchange")  # the kinds behind most benchmark wins (docs/results/pearl)
+
+
+def greedy_candidates(prog, measurer, schedule, width: int, rng: random.Random) -> list:
+    """The legal one-action extensions of `schedule` that are still walks (the agent's episode order:
+    no transform on a branch before the last one's), at most `width`: every parallelization and
+    interchange, then a random sample of the others (tilings and unrollings are most of the 55)."""
+    from llmopt.poly.agent.walk import walk_actions
+    from llmopt.poly.search import children
+
+    kids = [c for c in children(prog, measurer, schedule) if walk_actions(prog, c) is not None]
+    first = [c for c in kids if c.transforms[-1].kind in ALWAYS_TRIED]
+    rest = [c for c in kids if c.transforms[-1].kind not in ALWAYS_TRIED]
+    rng.shuffle(rest)
+    return (first + rest)[:max(width, len(first))]
+
+
+def searched_rows(prog, measurer, cfg: DataConfig, seed: int, measure) -> None:
+    """Greedy search with execution (beam search of width 1, paper 002's search with the paired
+    timings): measure the identity and the candidates of the best schedule so far, keep the fastest
+    while it gains `GREEDY_MIN_GAIN`, up to `greedy_depth` transformations.  `measure(schedule)`
+    records a row and returns its speedup (None when it failed).  Every measured schedule is a row."""
+    from llmopt.poly.schedule import Schedule, state
+
+    rng = random.Random(f"llmopt-costmodel-greedy/{seed}/{cfg.greedy_width}")
+    best, best_speedup = Schedule(), measure(Schedule()) or 1.0
+    seen = {state_key(state(prog, best))}
+    for _ in range(cfg.greedy_depth):
+        scored = []
+        for child in greedy_candidates(prog, measurer, best, cfg.greedy_width, rng):
+            key = state_key(state(prog, child))
+            if key in seen:
+                continue
+            seen.add(key)
+            speedup = measure(child)
+            if speedup is not None:
+                scored.append((speedup, len(scored), child))
+        if not scored:
+            return
+        speedup, _, child = max(scored, key=lambda t: (t[0], -t[1]))
+        if speedup < best_speedup * (1 + GREEDY_MIN_GAIN):
+            return
+        best, best_speedup = child, speedup
+
+
 def state_key(st) -> tuple:
     """What the emitted code depends on: betas, loop expressions, parallel marks, unroll factors."""
     return tuple((n, tuple(s.betas), tuple(s.loops), tuple(sorted(s.parallel)), s.unroll) for n, s in sorted(st.items()))
@@ -159,18 +212,27 @@ def measure_program(seed: int) -> dict:
     from llmopt.poly.program import ProgramError
 
     measurer, cfg = _worker["measurer"], _worker["cfg"]
-    prog = random_program(seed, cfg.small)
+    prog = random_program(seed, cfg.small, **({"iterations": tuple(cfg.iterations)} if cfg.iterations else {}))
     try:
         measurer.reference(prog)
     except ProgramError as err:
         return {"seed": seed, "rows": [], "error": str(err)}
     rows, load, retimed = [], os.getloadavg()[0], measurer.retimed
-    for sched in program_schedules(prog, measurer.legality(prog), cfg.schedules_per_program, seed):
+
+    def measure(sched) -> float | None:
         got = measurer.paired(prog, sched, cfg.rounds)
-        if got.get("ok") and got["seconds"] > 0:
-            rows.append({"seed": seed, "hash": prog.hash(), "program": prog.to_dict(), "schedule": sched.to_list(),
-                         "seconds": got["seconds"], "baseline_seconds": got["baseline_seconds"],
-                         "speedup": got["speedup"]})
+        if not (got.get("ok") and got["seconds"] > 0):
+            return None
+        rows.append({"seed": seed, "hash": prog.hash(), "program": prog.to_dict(), "schedule": sched.to_list(),
+                     "seconds": got["seconds"], "baseline_seconds": got["baseline_seconds"],
+                     "speedup": got["speedup"]})
+        return got["speedup"]
+
+    if cfg.source == "greedy":
+        searched_rows(prog, measurer, cfg, seed, measure)
+    else:
+        for sched in program_schedules(prog, measurer.legality(prog), cfg.schedules_per_program, seed):
+            measure(sched)
     # The 1-minute load average over the program (the collector's own threads included): parallel
     # schedules need idle cores, and a busy machine shows up here, so such rows can be found later.
     load = round(max(load, os.getloadavg()[0]), 2)
@@ -193,12 +255,14 @@ def _record(out: Path, result: dict) -> None:
 def _check_config(out: Path, cfg: DataConfig) -> None:
     """Save config.json, or check that a resumed job uses the settings it was started with."""
     path = out / "config.json"
+    now = json.loads(json.dumps(asdict(cfg)))  # as JSON has it: tuples are lists
     if path.exists():
-        old = json.loads(path.read_text())
-        if old != asdict(cfg):
+        # A setting added after a folder was started is absent from its config.json: it had the default.
+        old = {**json.loads(json.dumps(asdict(DataConfig()))), **json.loads(path.read_text())}
+        if old != now:
             raise UsageError(f"{out} was collected with {old}; rerun with those settings or use a new folder")
     else:
-        write_atomic(path, json.dumps(asdict(cfg), indent=1) + "\n")
+        write_atomic(path, json.dumps(now, indent=1) + "\n")
 
 
 class _Recorder:
@@ -464,6 +528,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="Ray cluster of --executor ray (HOST:PORT or ray://HOST:PORT; default: $RAY_ADDRESS, "
                    "else a new local Ray)")
     p.add_argument("--small", action="store_true", help="test-size programs (microseconds)")
+    p.add_argument("--source", choices=SOURCES, default=DataConfig.source,
+                   help="random: random legal walks (--schedules-per-program); greedy: the schedules a greedy "
+                   "search with execution measures (labels from search, --greedy-width/--greedy-depth)")
+    p.add_argument("--greedy-width", type=int, default=DataConfig.greedy_width,
+                   help="greedy: candidates measured per step (every parallelization and interchange, then random)")
+    p.add_argument("--greedy-depth", type=int, default=DataConfig.greedy_depth, help="greedy: transformations at most")
+    p.add_argument("--iterations", type=float, nargs=2, metavar=("LO", "HI"),
+                   help="statement instances per program (the generator's default: 4e6 4e7, ~1-50 ms); larger "
+                   "programs are where parallelization pays, as in the benchmarks")
     p.add_argument("--quiet-cores", type=float, default=0.15, metavar="C",
                    help="take a timed run again when other processes used more than C cores during it (one "
                    "local worker only; a negative C turns the guard off)")
@@ -485,7 +558,11 @@ def main(argv: list[str] | None = None) -> int:
         raise UsageError("--programs, --schedules-per-program, --repeats and --workers must be at least 1")
     from llmopt.harness.cache import DEFAULT_CACHE_DIR
 
-    cfg = DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small)
+    if args.greedy_width < 1 or args.greedy_depth < 1:
+        raise UsageError("--greedy-width and --greedy-depth must be at least 1")
+    cfg = DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small, source=args.source,
+                     greedy_width=args.greedy_width, greedy_depth=args.greedy_depth,
+                     iterations=tuple(args.iterations) if args.iterations else None)
     alone = args.executor == "local" and args.workers == 1
     quiet = args.quiet_cores if alone and args.quiet_cores >= 0 else None  # other workers would count as busy
     cache = args.cache or str(DEFAULT_CACHE_DIR / "poly.sqlite")
