@@ -142,6 +142,18 @@ def test_greedy_source_measures_a_search_whose_steps_only_gain(tmp_path):
         collect(out, range(2), DataConfig(repeats=1, small=True), progress=False)
 
 
+def test_paired_stops_timing_a_much_slower_schedule_after_one_round(measurer):
+    prog = benchmark("doitgen", small=True)
+    sched = program_schedules(prog, measurer.legality(prog), 2, seed=1)[1]
+    full = measurer.paired(prog, sched, rounds=3)
+    assert full["ok"] and "stopped" not in full
+    # Any schedule is "more than 1e-9 times slower": one round, and not the memoized full answer.
+    stopped = measurer.paired(prog, sched, rounds=3, slower=1e-9)
+    assert stopped["ok"] and stopped["stopped"] and stopped["speedup"] > 0
+    assert measurer.paired(prog, sched, rounds=3) == full  # the full answer is still the memoized one
+    assert "stopped" not in measurer.paired(prog, sched, rounds=3, slower=1e9)
+
+
 def test_a_folder_from_before_a_setting_existed_resumes_with_its_default(data_dir, tmp_path):
     old = tmp_path / "old"
     shutil.copytree(data_dir, old)

@@ -214,14 +214,19 @@ class Measurer:
         return self._cached(self.key(prog, "schedule", schedule),
                             lambda: self._checked(prog, schedule, flags, cutoff), cutoff)
 
-    def paired(self, prog: Program, schedule: Schedule, rounds: int = 5) -> dict:
+    def paired(self, prog: Program, schedule: Schedule, rounds: int = 5, slower: float | None = None) -> dict:
         """{"ok": True, "speedup", "seconds", "baseline_seconds"} of `schedule` over the untransformed
-        program timed in alternation (module docstring), or {"ok": False, "error"}; memoized."""
+        program timed in alternation (module docstring), or {"ok": False, "error"}; memoized.
+        `slower=F`: a schedule more than F times slower than the original in the first round is not
+        timed again (its speedup is that round's, marked "stopped"): a search needs to know it lost, not by
+        how much, and ten runs of a 100x slower variant of a 100 ms program take minutes."""
         flags = schedule_flags(prog, schedule)
-        return self._cached(self.key(prog, f"paired{rounds}", schedule),
-                            lambda: self._paired(prog, schedule, flags, rounds))
+        variant = f"paired{rounds}" + (f"-slower{slower:g}" if slower else "")
+        return self._cached(self.key(prog, variant, schedule),
+                            lambda: self._paired(prog, schedule, flags, rounds, slower))
 
-    def _paired(self, prog: Program, schedule: Schedule, flags: list[str], rounds: int) -> dict:
+    def _paired(self, prog: Program, schedule: Schedule, flags: list[str], rounds: int,
+                slower: float | None = None) -> dict:
         reference = self.reference(prog)
         base, exe = self.executable(prog, Schedule(), O3_FLAGS), self.executable(prog, schedule, flags)
         if isinstance(exe, str):
@@ -236,6 +241,9 @@ class Measurer:
             ratios.append(b.seconds / max(g.seconds, 1e-12))
             base_t.append(b.seconds)
             got_t.append(g.seconds)
+            if slower and ratios[0] * slower < 1:
+                return {"ok": True, "speedup": ratios[0], "seconds": g.seconds, "baseline_seconds": b.seconds,
+                        "stopped": True}  # not "cut": that marks a time below a cut-off (_cached)
         return {"ok": True, "speedup": float(np.median(ratios)), "seconds": min(got_t), "baseline_seconds": min(base_t)}
 
     def baseline_o3(self, prog: Program) -> dict:
