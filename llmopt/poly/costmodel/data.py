@@ -83,8 +83,8 @@ class DataConfig:
     # "random": the identity and random legal walks (`program_schedules`); "greedy": a greedy search with
     # execution over walks (`searched_rows`), i.e. labels from search for the agent's imitation.
     source: str = "random"
-    greedy_width: int = 24  # greedy: children measured per depth (parallelization and interchange always)
-    greedy_depth: int = 4  # greedy: transformations at most
+    greedy_width: int = 12  # greedy: candidates measured per step (parallelization and interchange always)
+    greedy_depth: int = 3  # greedy: transformations per branch at most
     iterations: tuple[float, float] | None = None  # generator.Limits.iterations override (None: its default)
 
 
@@ -146,46 +146,54 @@ GREEDY_SLOWER = 3.0  # greedy: a candidate 3x slower than the original after one
 ALWAYS_TRIED = ("parallelization", "interchange")  # the kinds behind most benchmark wins (docs/results/pearl)
 
 
-def greedy_candidates(prog, measurer, schedule, width: int, rng: random.Random) -> list:
-    """The legal one-action extensions of `schedule` that are still walks (the agent's episode order:
-    no transform on a branch before the last one's), at most `width`: every parallelization and
-    interchange, then a random sample of the others (tilings and unrollings are most of the 55)."""
-    from llmopt.poly.agent.walk import walk_actions
-    from llmopt.poly.search import children
+def greedy_actions(legality, pos, width: int, rng: random.Random) -> list[int]:
+    """The legal transformations (action indices) on the branch at `pos`, at most `width`: every
+    parallelization and interchange, then a random sample of the others (tilings and unrollings are
+    most of the 55)."""
+    from llmopt.poly.actions import ACTIONS, NEXT
+    from llmopt.poly.agent.walk import legal_mask
 
-    kids = [c for c in children(prog, measurer, schedule) if walk_actions(prog, c) is not None]
-    first = [c for c in kids if c.transforms[-1].kind in ALWAYS_TRIED]
-    rest = [c for c in kids if c.transforms[-1].kind not in ALWAYS_TRIED]
+    mask = legal_mask(legality, pos)
+    legal = [a for a in range(len(ACTIONS)) if a != NEXT and mask[a]]
+    first = [a for a in legal if ACTIONS[a].kind in ALWAYS_TRIED]
+    rest = [a for a in legal if ACTIONS[a].kind not in ALWAYS_TRIED]
     rng.shuffle(rest)
     return (first + rest)[:max(width, len(first))]
 
 
 def searched_rows(prog, measurer, cfg: DataConfig, seed: int, measure) -> None:
-    """Greedy search with execution (beam search of width 1, paper 002's search with the paired
-    timings): measure the identity and the candidates of the best schedule so far, keep the fastest
-    while it gains `GREEDY_MIN_GAIN`, up to `greedy_depth` transformations.  `measure(schedule)`
-    records a row and returns its speedup (None when it failed).  Every measured schedule is a row."""
+    """Greedy search with execution in the agent's episode order (labels from search): branch by
+    branch, measure the candidates (`greedy_actions`) that extend the best schedule so far on this
+    branch, keep the fastest while it gains `GREEDY_MIN_GAIN` (at most `greedy_depth` per branch), then
+    move to the next branch ("Next").  The final schedule is the walk a policy should take; every
+    measured schedule is a row.  `measure(schedule)` records one and returns its speedup (or None)."""
+    from llmopt.poly.actions import NEXT
+    from llmopt.poly.agent.walk import advance, start
     from llmopt.poly.schedule import Schedule, state
 
     rng = random.Random(f"llmopt-costmodel-greedy/{seed}/{cfg.greedy_width}")
-    best, best_speedup = Schedule(), measure(Schedule()) or 1.0
-    seen = {state_key(state(prog, best))}
-    for _ in range(cfg.greedy_depth):
-        scored = []
-        for child in greedy_candidates(prog, measurer, best, cfg.greedy_width, rng):
-            key = state_key(state(prog, child))
-            if key in seen:
-                continue
-            seen.add(key)
-            speedup = measure(child)
-            if speedup is not None:
-                scored.append((speedup, len(scored), child))
-        if not scored:
+    legality = measurer.legality(prog)
+    best_speedup = measure(Schedule()) or 1.0
+    seen = {state_key(state(prog, Schedule()))}
+    pos = start()
+    while True:
+        for _ in range(cfg.greedy_depth):
+            scored = []
+            for action in greedy_actions(legality, pos, cfg.greedy_width, rng):
+                child, _ = advance(prog, pos, action)
+                key = state_key(state(prog, child.schedule))
+                if key in seen:
+                    continue
+                seen.add(key)
+                speedup = measure(child.schedule)
+                if speedup is not None:
+                    scored.append((speedup, -len(scored), child))
+            if not scored or max(scored, key=lambda t: t[:2])[0] < best_speedup * (1 + GREEDY_MIN_GAIN):
+                break
+            best_speedup, _, pos = max(scored, key=lambda t: t[:2])
+        pos, done = advance(prog, pos, NEXT)
+        if done:
             return
-        speedup, _, child = max(scored, key=lambda t: (t[0], -t[1]))
-        if speedup < best_speedup * (1 + GREEDY_MIN_GAIN):
-            return
-        best, best_speedup = child, speedup
 
 
 def state_key(st) -> tuple:
@@ -535,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
                    "search with execution measures (labels from search, --greedy-width/--greedy-depth)")
     p.add_argument("--greedy-width", type=int, default=DataConfig.greedy_width,
                    help="greedy: candidates measured per step (every parallelization and interchange, then random)")
-    p.add_argument("--greedy-depth", type=int, default=DataConfig.greedy_depth, help="greedy: transformations at most")
+    p.add_argument("--greedy-depth", type=int, default=DataConfig.greedy_depth, help="greedy: transformations per branch at most")
     p.add_argument("--iterations", type=float, nargs=2, metavar=("LO", "HI"),
                    help="statement instances per program (the generator's default: 4e6 4e7, ~1-50 ms); larger "
                    "programs are where parallelization pays, as in the benchmarks")
