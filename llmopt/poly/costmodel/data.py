@@ -188,9 +188,10 @@ def searched_rows(prog, measurer, cfg: DataConfig, seed: int, measure) -> None:
                 speedup = measure(child.schedule)
                 if speedup is not None:
                     scored.append((speedup, -len(scored), child))
-            if not scored or max(scored, key=lambda t: t[:2])[0] < best_speedup * (1 + GREEDY_MIN_GAIN):
+            top = max(scored, key=lambda t: t[:2], default=None)  # fastest; ties: the first measured
+            if top is None or top[0] < best_speedup * (1 + GREEDY_MIN_GAIN):
                 break
-            best_speedup, _, pos = max(scored, key=lambda t: t[:2])
+            best_speedup, _, pos = top
         pos, done = advance(prog, pos, NEXT)
         if done:
             return
