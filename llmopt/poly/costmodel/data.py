@@ -524,7 +524,7 @@ Rebuild the full set (about 50,000 schedules) with one command:
 """
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m llmopt.poly.costmodel.data", description=__doc__.split("\n")[0])
     p.add_argument("out", help="output folder (resumes when it exists)")
     p.add_argument("--programs", type=int, default=100, help="random programs: seeds FIRST..FIRST+N-1")
@@ -559,21 +559,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pack-only", action="store_true", help="only pack what is finished; measure nothing")
     p.add_argument("--pack-every", type=int, default=0, metavar="N",
                    help="also pack after every N finished programs (long jobs: commit packed/ as it grows)")
-    args = p.parse_args(argv)
+    return p
+
+
+def _config(args: argparse.Namespace) -> DataConfig:
+    """The row-defining settings of the command line, checked."""
+    if args.programs < 1 or args.schedules_per_program < 1 or args.repeats < 1 or args.workers < 1:
+        raise UsageError("--programs, --schedules-per-program, --repeats and --workers must be at least 1")
+    if args.greedy_width < 1 or args.greedy_depth < 1:
+        raise UsageError("--greedy-width and --greedy-depth must be at least 1")
+    return DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small, source=args.source,
+                      greedy_width=args.greedy_width, greedy_depth=args.greedy_depth,
+                      iterations=tuple(args.iterations) if args.iterations else None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.pack_only:
         print(f"packed {pack(args.out)} programs in {args.out}/packed")
         return 0
     if args.address and args.executor != "ray":
         raise UsageError("--address is the Ray cluster of --executor ray")
-    if args.programs < 1 or args.schedules_per_program < 1 or args.repeats < 1 or args.workers < 1:
-        raise UsageError("--programs, --schedules-per-program, --repeats and --workers must be at least 1")
+    cfg = _config(args)
     from llmopt.harness.cache import DEFAULT_CACHE_DIR
 
-    if args.greedy_width < 1 or args.greedy_depth < 1:
-        raise UsageError("--greedy-width and --greedy-depth must be at least 1")
-    cfg = DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small, source=args.source,
-                     greedy_width=args.greedy_width, greedy_depth=args.greedy_depth,
-                     iterations=tuple(args.iterations) if args.iterations else None)
     alone = args.executor == "local" and args.workers == 1
     quiet = args.quiet_cores if alone and args.quiet_cores >= 0 else None  # other workers would count as busy
     cache = args.cache or str(DEFAULT_CACHE_DIR / "poly.sqlite")
