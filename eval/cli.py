@@ -46,7 +46,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the `eval` subcommand; its `func(args) -> int` runs the evaluation."""
     from eval.methods import DEFAULT_METHODS
     from eval.runner import DEFAULT_SAMPLES
-    from llmopt.sampling.config import DEFAULTS
+    from llmopt.sampling.config import DEFAULTS, PREFILL_DTYPES
 
     p = subparsers.add_parser("eval", help="batch evaluation against -Oz: sampling curves, tables, plots, report",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -88,6 +88,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-objsize", action="store_true", help="skip object sizes of the chosen lists")
     add_workers_flag(p, None)
     p.add_argument("--threads", type=positive_int, default=None, help="torch threads for the model")
+    p.add_argument("--prefill-dtype", choices=PREFILL_DTYPES, default="float32",
+                   help="encode prompts in bfloat16, float32 (default) or auto (as `llmopt predict`)")
     p.add_argument("--max-passes", type=positive_int, default=DEFAULTS.max_passes,
                    help="longest pass list the model may generate")
     add_cache_flags(p)
@@ -115,7 +117,7 @@ def handler(args: argparse.Namespace) -> int:
                             greedy_search_budget=args.greedy_search_budget, coreset_candidates=args.coreset_candidates,
                             coreset_train=args.coreset_train, feedback_rounds=args.feedback_rounds,
                             threads=args.threads, max_passes=args.max_passes, metric=args.metric,
-                            list_vocabulary=args.list_vocabulary)
+                            list_vocabulary=args.list_vocabulary, prefill_dtype=args.prefill_dtype)
     cfg = EvalConfig(dataset=args.dataset, out=out, methods=methods, samples=args.samples,
                      limit=args.limit, seed=args.seed, train_dataset=args.train_dataset, options=options,
                      quality_limit=args.quality_limit, quality_max_new_tokens=args.quality_max_new_tokens,

@@ -242,6 +242,7 @@ class MethodOptions:
     max_passes: int = DEFAULTS.max_passes  # longest pass list the model may generate
     metric: str = "instcount"  # what the searching baselines (greedy_search, coreset_cover) minimize
     list_vocabulary: str | None = None  # priority_lists: a lists file (default: coreset_cover's candidates)
+    prefill_dtype: str = "float32"  # how prompts are encoded (llmopt.sampling.lm._prefill_copy)
 
 
 class MethodFactory:
@@ -262,7 +263,7 @@ class MethodFactory:
             from llmopt.sampling import PassListLM
 
             self._lm = PassListLM.load(self.options.model, threads=self.options.threads,
-                                      max_passes=self.options.max_passes)
+                                      max_passes=self.options.max_passes, prefill_dtype=self.options.prefill_dtype)
         return self._lm
 
     def build(self, name: str) -> Strategy:

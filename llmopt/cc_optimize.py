@@ -70,7 +70,8 @@ def _predict_args(settings: Settings) -> argparse.Namespace:
 
     parser = argparse.ArgumentParser()
     predict_cli.add_parser(parser.add_subparsers())
-    argv = ["predict", "-", "--samples", str(settings.samples), "--strategy", settings.strategy]
+    # One model thread: `make -j` runs several compilers at once.
+    argv = ["predict", "-", "--samples", str(settings.samples), "--strategy", settings.strategy, "--threads", "1"]
     return parser.parse_args(argv + (["--model", settings.model] if settings.model else []))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from contextlib import contextmanager
@@ -33,7 +34,7 @@ from llmopt.cli_options import (
     temperature_float,
     top_p_float,
 )
-from llmopt.sampling.config import DEFAULTS, PRIORITIES
+from llmopt.sampling.config import DEFAULTS, PREFILL_DTYPES, PRIORITIES
 
 DEFAULT_SAMPLES = DEFAULTS.samples
 
@@ -70,6 +71,12 @@ def add_prediction_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model directory (default: the shipped model)")
     p.add_argument("--int8", action="store_true",
                    help="run the model's decoder layers with dynamic int8 quantization (faster on CPU, logits differ a little)")
+    p.add_argument("--prefill-dtype", choices=PREFILL_DTYPES, default="auto",
+                   help="encode the prompt in bfloat16 (1.6x faster on CPUs with native bf16; log-probabilities move "
+                        "~0.01, same validation results), float32, or auto (default: bfloat16 where native, float32 "
+                        "elsewhere and with --int8)")
+    p.add_argument("--threads", type=positive_int, metavar="N",
+                   help="torch threads for the model (default: every core; the compile workers wait while it samples)")
     p.add_argument("--max-passes", type=positive_int, default=DEFAULTS.max_passes, metavar="N",
                    help=f"longest pass list the model may generate (default {DEFAULTS.max_passes})")
     p.add_argument("--data", help="dataset directory for --strategy coreset (its train split)")
@@ -108,16 +115,17 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run_predict)
 
 
-def load_lm(path: str | None, *, int8: bool = False, max_passes: int = DEFAULTS.max_passes) -> Any:
-    """The model at `path` (default: the shipped one); a missing model is a UsageError."""
+def load_lm(path: str | None, *, int8: bool = False, max_passes: int = DEFAULTS.max_passes,
+            prefill_dtype: str = "float32", threads: int | None = None) -> Any:
+    """The model at `path` (default: the shipped one); a missing model or a bad option is a UsageError."""
     from llmopt.errors import UsageError
     from llmopt.model.loading import ModelNotFoundError
 
     try:
         from llmopt.sampling.lm import PassListLM
 
-        return PassListLM.load(path, int8=int8, max_passes=max_passes)
-    except ModelNotFoundError as err:
+        return PassListLM.load(path, int8=int8, max_passes=max_passes, prefill_dtype=prefill_dtype, threads=threads)
+    except (ModelNotFoundError, ValueError) as err:
         raise UsageError(str(err)) from None
 
 
@@ -132,7 +140,9 @@ def build_strategy(args: argparse.Namespace, harness: Any = None) -> tuple[Any, 
     lm, model = None, None
     train_lists = None
     if needs_model(args.strategy) or args.feedback:
-        lm = load_lm(args.model, int8=args.int8, max_passes=args.max_passes)
+        # Sampling and verifying alternate (predict_many), so the model may use every core.
+        lm = load_lm(args.model, int8=args.int8, max_passes=args.max_passes, prefill_dtype=args.prefill_dtype,
+                     threads=args.threads or (None if "LLMOPT_TORCH_THREADS" in os.environ else os.cpu_count()))
         model = lm.path
     if (split_polish(args.strategy) or (args.strategy,))[0] == "coreset":  # coreset or coreset_polishK
         from llmopt.sampling.baselines import Coreset

@@ -65,13 +65,15 @@ def cold(model: str | None, ir_file: Path, strategy: str, samples: int, repeats:
     return _median_s(lambda: subprocess.run(cmd, check=True, capture_output=True, env=env), repeats)
 
 
-def batch(model: str | None, irs: list[str], strategy: str, samples: int, engine: str) -> tuple[float, int]:
-    """(functions per second, compilations) of in-process prediction over `irs`."""
+def batch(model: str | None, irs: list[str], strategy: str, samples: int, engine: str,
+          setting: tuple[str, int] = ("float32", 1)) -> tuple[float, int]:
+    """(functions per second, compilations) of in-process prediction over `irs`; `setting` = (prefill dtype,
+    torch threads) of the model, as `llmopt predict --prefill-dtype D --threads N` loads it."""
     from llmopt.harness import Harness
     from llmopt.predict import predict_many
     from llmopt.sampling import PassListLM, strategy_from_name
 
-    lm = PassListLM.load(model, engine=engine)
+    lm = PassListLM.load(model, engine=engine, prefill_dtype=setting[0], threads=setting[1])
     strat = strategy_from_name(strategy, lm=lm)
     with Harness(workers=2, cache=False) as harness:
         predict_many(irs[:1], strat, samples, harness)  # warm: workers started, first forward done
@@ -239,6 +241,10 @@ def main() -> int:
     parser.add_argument("--strategies", default="greedy:1,priority:10", metavar="NAME:K[,NAME:K...]",
                         help="registry strategies and their sample counts to time (default: greedy:1,priority:10)")
     parser.add_argument("--engines", default=",".join(ENGINES), help="inference engines to time (default: both)")
+    parser.add_argument("--settings", default="float32:1,auto:0", metavar="DTYPE:THREADS[,...]",
+                        help="model settings to time: prefill dtype (float32, bfloat16, auto) and torch threads (0: "
+                             "every core); default: the old predict (float32 on 1 thread) and today's "
+                             "(auto on every core)")
     parser.add_argument("--write", help="update the '## Prediction' section of this markdown file")
     parser.add_argument("--untrained-preset", metavar="P[,P...]",
                         help="time randomly initialised models of these presets (tiny,base,small) with --config's "
@@ -276,13 +282,18 @@ def main() -> int:
 
             lm = PassListLM.load(args.model, engine=engine)
             results[f"decode_step_ms[{engine}]"] = round(decode_step_ms(lm, median["ir"]), 2)
-            for strategy, k in _strategies(args.strategies):
-                label = f"{_short(strategy, k)}, {engine}"
-                results["labels"].append(label)
-                results[f"cold_s[{label}]"] = round(cold(args.model, path, strategy, k, args.repeats, engine), 2)
-                fps, comps = batch(args.model, irs, strategy, k, engine)
-                results[f"batch_functions_per_s[{label}]"] = round(fps, 2)
-                results[f"batch_compilations[{label}]"] = comps
+            for dtype, threads in _settings(args.settings):
+                if engine == "transformers" and dtype == "bfloat16":
+                    continue  # the bf16 prefill is the torch engine's
+                extra = ("--prefill-dtype", dtype, "--threads", str(threads))
+                for strategy, k in _strategies(args.strategies):
+                    label = f"{_short(strategy, k)}, {engine}, {dtype} x{threads}"
+                    results["labels"].append(label)
+                    results[f"cold_s[{label}]"] = round(cold(args.model, path, strategy, k, args.repeats, engine,
+                                                             extra), 2)
+                    fps, comps = batch(args.model, irs, strategy, k, engine, (dtype, threads))
+                    results[f"batch_functions_per_s[{label}]"] = round(fps, 2)
+                    results[f"batch_compilations[{label}]"] = comps
     print(json.dumps(results, indent=1))
     if args.write:
         _write(Path(args.write), results)
@@ -298,6 +309,15 @@ def _strategies(spec: str) -> list[tuple[str, int]]:
     return out
 
 
+def _settings(spec: str) -> list[tuple[str, int]]:
+    """`float32:1,auto:0` -> [("float32", 1), ("auto", <cores>)]."""
+    out = []
+    for part in spec.split(","):
+        dtype, _, threads = part.partition(":")
+        out.append((dtype, int(threads or 1) or os.cpu_count() or 1))
+    return out
+
+
 def _short(strategy: str, k: int) -> str:
     """A table label: greedy, PS@10, priority_rerank@10."""
     return "greedy" if strategy == "greedy" else f"PS@{k}" if strategy == "priority" else f"{strategy}@{k}"
@@ -310,7 +330,8 @@ def _write(path: Path, r: dict) -> None:
              f"process on the median function ({r['median_function']['n_tokens']} tokens, "
              f"{r['median_function']['instcount_input']} instructions), result cache off, median of repeats. "
              f"Batch = `predict_many` over {r['functions']} functions (mean {r['mean_tokens']} tokens), model loaded, "
-             "2 compile workers, cache off.", "",
+             "2 compile workers, cache off. `float32 x1` = the model's prompt in float32 on 1 torch thread, `auto x2` = "
+             "`llmopt predict`'s default (bfloat16 prompt where the CPU has it natively, every core).", "",
              "| strategy | cold start (s) | batch (functions/s) | compilations (batch) |", "|---|---|---|---|"]
     for label in r["labels"]:
         lines.append(f"| {label} | {r[f'cold_s[{label}]']} | {r[f'batch_functions_per_s[{label}]']} | "

@@ -116,6 +116,53 @@ def test_int8_keeps_the_candidates_and_their_probabilities(example_ir):
     assert type(lm.model.lm_head) is torch.nn.Linear
 
 
+def test_bf16_prefill_keeps_the_candidates_and_decodes_in_float32(example_ir):
+    """`--prefill-dtype bfloat16` encodes the prompt with a bfloat16 copy of the weights, then decodes in float32
+    from a float32 copy of the cache: same candidate set, log-probabilities within 0.1 nats, the decoder's
+    cache float32 and equal (to bf16 rounding) to the one a float32 prefill writes."""
+    from llmopt.llvm.ir import normalize_ir, split_functions
+
+    fns = [normalize_ir(f) for _, f in split_functions(example_ir)][:3]
+    lms = {dtype: PassListLM.load(max_passes=12, prefill_dtype=dtype) for dtype in ("float32", "bfloat16")}
+    assert lms["float32"].prefill_model is None
+    assert lms["bfloat16"].prefill_model.lm_head.weight.dtype == torch.bfloat16
+    assert lms["bfloat16"].model.lm_head.weight.dtype == torch.float32  # the decoding weights stay float32
+    for fn in fns:
+        lists = {dtype: {tuple(c.passes): c.logprob for c in strategy_from_name("priority", lm=lm).sample(fn, 3)}
+                 for dtype, lm in lms.items()}
+        assert set(lists["float32"]) == set(lists["bfloat16"])
+        assert all(abs(lists["float32"][k] - lists["bfloat16"][k]) < 0.1 for k in lists["float32"]), lists
+    caches = {dtype: lm.decoder(fns[0])._cache for dtype, lm in lms.items()}
+    assert caches["float32"].length == caches["bfloat16"].length > 0
+    n = caches["float32"].length
+    plain, mixed = caches["float32"].keys[-1][:, :, :n], caches["bfloat16"].keys[-1][:, :, :n]
+    assert mixed.dtype == torch.float32
+    assert torch.allclose(plain, mixed, atol=0.1, rtol=0.05)
+
+
+def test_bf16_prefill_is_refused_where_it_cannot_run():
+    """Explicit bfloat16 needs the torch engine's float32 model; `auto` then falls back to float32."""
+    with pytest.raises(ValueError, match="torch engine"):
+        PassListLM.load(int8=True, prefill_dtype="bfloat16")
+    with pytest.raises(ValueError, match="torch engine"):
+        PassListLM.load(engine="transformers", prefill_dtype="bfloat16")
+    with pytest.raises(ValueError, match="unknown prefill dtype"):
+        PassListLM.load(prefill_dtype="float16")
+    assert PassListLM.load(int8=True, prefill_dtype="auto").prefill_model is None
+    assert PassListLM.load(engine="transformers", prefill_dtype="auto").prefill_model is None
+
+
+def test_kv_cache_copy_in_another_dtype():
+    cache = llama.KVCache(layers=2, kv_heads=1, head_dim=4, capacity=8, dtype=torch.bfloat16)
+    k = torch.arange(12, dtype=torch.bfloat16).view(1, 1, 3, 4)
+    for layer in range(2):
+        cache.append(layer, k, -k, 0)
+    cache.length = 3
+    copy = cache.astype(torch.float32)
+    assert copy.length == 3 and copy.keys[0].shape == (1, 1, 8, 4) and copy.keys[0].dtype == torch.float32
+    assert torch.equal(copy.keys[1][:, :, :3], k.float()) and torch.equal(copy.values[0][:, :, :3], -k.float())
+
+
 def test_grouped_query_attention_and_tied_embeddings_match(tmp_path):
     """Config variants the default model does not exercise: GQA, tied embeddings, biases."""
     from transformers import LlamaConfig, LlamaForCausalLM

@@ -63,6 +63,26 @@ def test_predict_cli_int8_and_max_passes(tiny_model_dir, capsys):  # noqa: F811
     assert all(f["instcount_result"] <= f["instcount_oz"] for f in report["functions"])
 
 
+def test_predict_cli_bf16_prefill_and_threads(tiny_model_dir, capsys):  # noqa: F811
+    import torch
+
+    from llmopt.cc_optimize import Settings, _predict_args
+    from llmopt.cli import main
+
+    code = main(["predict", str(EXAMPLES / "example.ll"), "--model", str(tiny_model_dir), "--samples", "3",
+                 "--prefill-dtype", "bfloat16", "--threads", "2", "--json", "--no-cache"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert all(f["instcount_result"] <= f["instcount_oz"] for f in report["functions"])
+    assert torch.get_num_threads() == 2
+    # int8 and a bfloat16 prefill do not combine: a usage error, not a traceback.
+    assert main(["predict", str(EXAMPLES / "example.ll"), "--model", str(tiny_model_dir), "--int8",
+                 "--prefill-dtype", "bfloat16"]) == 2
+    assert "torch engine" in capsys.readouterr().err
+    # `llmopt cc` runs under make -j: its model keeps one thread.
+    assert _predict_args(Settings()).threads == 1
+
+
 def test_predict_cli_errors(tmp_path, capsys):
     from llmopt.cli import main
 

@@ -71,6 +71,16 @@ class KVCache:
         """Keep the first `length` positions (negative: drop that many from the end, like HF's cache)."""
         self.length = max(0, self.length + length if length < 0 else min(length, self.length))
 
+    def astype(self, dtype: torch.dtype) -> KVCache:
+        """A copy in `dtype` (same capacity): a prompt prefilled in bfloat16 is then decoded in float32."""
+        layers, (_, kv_heads, capacity, head_dim) = len(self.keys), self.keys[0].shape
+        out = KVCache(layers, kv_heads, head_dim, capacity, dtype)
+        for mine, theirs in ((self.keys, out.keys), (self.values, out.values)):
+            for src, dst in zip(mine, theirs, strict=True):
+                dst[:, :, :self.length] = src[:, :, :self.length]
+        out.length = self.length
+        return out
+
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Store new k/v at positions start.. and return all keys/values up to them."""
         end = start + k.shape[2]

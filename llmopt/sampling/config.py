@@ -11,6 +11,7 @@ from typing import Literal
 
 Priority = Literal["prefix", "geometric", "token"]
 PRIORITIES: tuple[Priority, ...] = ("prefix", "geometric", "token")
+PREFILL_DTYPES = ("float32", "bfloat16", "auto")  # how a prompt is encoded: `llmopt.sampling.lm._prefill_copy`
 
 
 @dataclass
