@@ -38,7 +38,7 @@ from llmopt.poly.costmodel.model import (
     save_model,
 )
 from llmopt.poly.costmodel.search import beam_model
-from llmopt.poly.costmodel.train import TrainConfig, Trainer, evaluate, featurize_rows, train_epoch
+from llmopt.poly.costmodel.train import TrainConfig, Trainer, evaluate, featurize_rows, train, train_epoch
 from llmopt.poly.legality import check
 from llmopt.poly.measure import Measurer
 from llmopt.poly.program import program_from_dict
@@ -216,6 +216,20 @@ def test_a_few_training_steps_reduce_the_loss(data_dir):
     for _ in range(cfg.epochs):
         train_epoch(trainer.model, sets["train"], trainer.opt, trainer.sched, cfg, rng)
     assert evaluate(trainer.model, sets["train"]) < before
+
+
+def test_training_on_several_folders_uses_every_row(data_dir, tmp_path):
+    """`train A B`: the rows of both, split alike by program (poly-costmodel + poly-greedy)."""
+    rows = load_rows(data_dir)
+    seeds = sorted({r["seed"] for r in rows})
+    halves = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for path, part in zip(halves, (seeds[:1], seeds[1:]), strict=True):
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["seed"] in part))
+    cfg = TrainConfig(epochs=1, fractions=(0.5, 0.25), model=ModelConfig.tiny())
+    metrics = train(halves, tmp_path / "run", cfg, log=lambda *_: None, progress=False)
+    assert sum(metrics["samples"].values()) == len(rows)
+    meta = torch.load(tmp_path / "run" / "costmodel.pt", weights_only=False)["meta"]
+    assert meta["data"] == " + ".join(map(str, halves))
 
 
 def test_beam_model_answers_a_legal_verified_schedule_never_slower(measurer, tmp_path):

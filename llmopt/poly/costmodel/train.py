@@ -13,7 +13,7 @@ featurized samples.  Running the same command
 again resumes from `last.pt`; a finished run only re-reports its test MAPE.  CPU by default;
 `--device cuda` trains on a GPU.
 
-    python -m llmopt.poly.costmodel.train DATA --out OUT [--epochs 300] [--device cuda]
+    python -m llmopt.poly.costmodel.train DATA [DATA...] --out OUT [--epochs 300] [--device cuda]
 
 `predict(model, program, schedule)` (from `model`) answers the speedup of one schedule.
 """
@@ -25,6 +25,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -217,13 +218,17 @@ def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) 
             "samples": {s: len(sets[s].trees) for s in SPLITS}}
 
 
-def train(data: str | os.PathLike, out: str | os.PathLike, cfg: TrainConfig | None = None,
-          log=print, progress: bool = True) -> dict:
-    """Train (or resume) on the rows in `data`; returns {"mape_train", "mape_validation", "mape_test", ...}."""
+def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
+          cfg: TrainConfig | None = None, log=print, progress: bool = True) -> dict:
+    """Train (or resume) on the rows in `data` (one collected folder or several, split alike by program);
+    returns {"mape_train", "mape_validation", "mape_test", ...}."""
     cfg = cfg or TrainConfig()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    sets = featurize_rows(load_rows(data), cfg, progress, cache=out / "features.pkl")
+    folders = [data] if isinstance(data, (str, os.PathLike)) else list(data)
+    data = " + ".join(map(str, folders))
+    rows = [row for folder in folders for row in load_rows(folder)]
+    sets = featurize_rows(rows, cfg, progress, cache=out / "features.pkl")
     if not sets["train"].trees:
         raise UsageError(f"{data}: no training programs after the split (collect more programs)")
     trainer = Trainer(cfg, len(batches(sets["train"], cfg.batch_size)))
@@ -260,7 +265,7 @@ def _report(out: Path, sets: dict[str, Dataset], cfg: TrainConfig, log) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m llmopt.poly.costmodel.train", description=__doc__.split("\n")[0])
-    p.add_argument("data", help="collected folder (llmopt.poly.costmodel.data) or a samples.jsonl")
+    p.add_argument("data", nargs="+", help="collected folders (llmopt.poly.costmodel.data) or samples.jsonl files")
     p.add_argument("--out", default="runs/costmodel", help="checkpoints, costmodel.pt, metrics.json")
     p.add_argument("--epochs", type=int, default=TrainConfig.epochs)
     p.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
