@@ -21,6 +21,7 @@ again resumes from `last.pt`; a finished run only re-reports its test MAPE.  CPU
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import math
@@ -274,11 +275,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--tiny", action="store_true", help="the small test model instead of A.1's sizes")
+    p.add_argument("--dropout", type=float, help=f"dropout after every layer (default A.1's {ModelConfig.dropout})")
     args = p.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, max_lr=args.lr, seed=args.seed,
                       device=args.device, threads=args.threads, model=ModelConfig.tiny() if args.tiny else ModelConfig())
+    if args.dropout is not None:
+        cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     print(json.dumps(train(args.data, args.out, cfg)))
     return 0
 
