@@ -13,6 +13,12 @@ Value-based dependences are what a transformation must respect: a memory-based o
 write already covers adds nothing but false constraints (heat2d's time loop would otherwise look
 more constrained than it is).  Legality (`llmopt.poly.legality`) checks every transformed schedule
 against `Dependences.all`.
+
+The analysis runs on plain integer sets: the program's context fixes every size parameter to one
+value, so the accesses and the schedule are specialized to it first.  The answer is the same as the
+parametric analysis with its parameters projected out afterwards (checked on all 13 benchmarks), and
+heat3d's takes 22 ms instead of 115 ms: most of the agent's time on it (it checks legality, so it
+needs the dependences once per program).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from llmopt.poly.polyhedral import accesses
+from llmopt.poly.polyhedral import accesses, context
 from llmopt.poly.program import Program
 from llmopt.poly.schedule import original, schedule_map
 
@@ -36,12 +42,6 @@ class Dependences:
     @functools.cached_property  # every legality check uses it: unite and coalesce once
     def all(self) -> isl.UnionMap:
         return self.raw.union(self.war).union(self.waw).coalesce()
-
-    @functools.cached_property
-    def fixed(self) -> isl.UnionMap:
-        """`all` without parameters: the context fixes each to one value, so projecting them out
-        loses nothing, and the checks then work on plain integer sets."""
-        return self.all.project_out_all_params().coalesce()
 
     def summary(self) -> dict[str, str]:
         """Readable form (isl text) of each kind, for reports and debugging."""
@@ -62,10 +62,14 @@ def reversed_time(sched: isl.UnionMap) -> isl.UnionMap:
     return sched.apply_range(isl.UnionMap(f"{{ [{names}] -> [{neg}] }}"))
 
 
+def at_context(umap: isl.UnionMap, prog: Program) -> isl.UnionMap:
+    """`umap` at the sizes `prog`'s context fixes, its parameters projected out."""
+    return umap.intersect_params(context(prog)).project_out_all_params().coalesce()
+
+
 def dependences(prog: Program) -> Dependences:
-    """RAW, WAR and WAW dependences of `prog` in its original order (module docstring)."""
-    reads, writes = accesses(prog)
-    sched = schedule_map(prog, original(prog))
+    """RAW, WAR and WAW dependences of `prog` in its original order, without parameters (module docstring)."""
+    reads, writes, sched = (at_context(m, prog) for m in (*accesses(prog), schedule_map(prog, original(prog))))
     raw = _flow(reads, writes, sched)
     waw = _flow(writes, writes, sched)
     war = _flow(reads, writes, reversed_time(sched)).reverse()  # write-after -> read, turned around

@@ -15,8 +15,8 @@ Unrolling never changes the order of iterations, so it is always legal where it 
 `mask(schedule, transforms)` (the RL agent's action mask), computing the dependences once per
 program and memoizing every answer in memory and, when given one, in the harness `ResultCache`
 (key: version, program hash, schedule).  A check costs a few milliseconds of isl: the dependences
-are kept with their parameters projected out (`Dependences.fixed`; the sizes are fixed, so nothing
-is lost) and the schedule map is built bare to match, and the constant sets are parsed once.
+have no parameters (`llmopt.poly.deps` computes them at the context's fixed sizes) and the schedule
+map is built bare to match, and the constant sets are parsed once.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def check(prog: Program, schedule: Schedule, deps: Dependences | None = None) ->
         st = state(prog, schedule)
     except ScheduleError as err:
         return False, f"not applicable: {err}"
-    every = (deps or dependences(prog)).fixed  # parameters projected out, so the bare schedule map fits
+    every = (deps or dependences(prog)).all  # without parameters, so the bare schedule map fits
     sched = schedule_map(prog, st, bare=True)
     deltas = time_deltas(every, sched)
     if not deltas.is_subset(lex_positive(_time_dims(st))):
