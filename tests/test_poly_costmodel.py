@@ -5,6 +5,7 @@ measured schedule never slower than the original, and a missing model file is a 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -230,6 +231,29 @@ def test_training_on_several_folders_uses_every_row(data_dir, tmp_path):
     assert sum(metrics["samples"].values()) == len(rows)
     meta = torch.load(tmp_path / "run" / "costmodel.pt", weights_only=False)["meta"]
     assert meta["data"] == " + ".join(map(str, halves))
+
+
+def test_rank_loss_rewards_the_measured_order_and_ignores_noise():
+    from llmopt.poly.costmodel.model import rank_loss
+
+    target = torch.tensor([1.0, 2.0, 1.02])  # 1.0 vs 1.02: within timing noise, not a pair
+    right = torch.log(torch.tensor([1.0, 3.0, 1.0]))
+    wrong = torch.log(torch.tensor([3.0, 1.0, 1.0]))
+    assert rank_loss(right, target) < rank_loss(wrong, target)
+    assert rank_loss(right, torch.ones(3)).item() == 0.0
+    # Only the order counts: scaling every prediction changes nothing.
+    assert torch.isclose(rank_loss(right + 5.0, target), rank_loss(right, target))
+
+
+def test_training_with_the_rank_loss_reports_the_pick_ratio(data_dir, tmp_path):
+    cfg = TrainConfig(epochs=2, fractions=(0.5, 0.25), model=ModelConfig.tiny(), rank_weight=1.0)
+    metrics = train([data_dir], tmp_path / "run", cfg, log=lambda *_: None, progress=False)
+    assert 0 < metrics["pick_train"] <= 1
+    for split in ("validation", "test"):  # a split without programs has no ratio
+        pick = metrics[f"pick_{split}"]
+        assert (0 < pick <= 1) if metrics["programs"][split] else math.isnan(pick)
+    history = torch.load(tmp_path / "run" / "last.pt", weights_only=False)["history"]
+    assert len(history) == 2
 
 
 def test_beam_model_answers_a_legal_verified_schedule_never_slower(measurer, tmp_path):

@@ -24,6 +24,7 @@ program, schedule)` and `predict_many` answer the speedup over the untransformed
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -119,6 +120,21 @@ class CostModel(nn.Module):
 def mape(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Mean absolute percentage error, as a fraction (the paper's loss and metric)."""
     return ((pred - target).abs() / target.clamp_min(1e-9)).mean()
+
+
+def rank_loss(log_pred: torch.Tensor, target: torch.Tensor, min_gain: float = 0.05) -> torch.Tensor:
+    """Pairwise logistic loss on the order of a batch's predictions: for every pair whose measured
+    speedups differ by more than `min_gain` (timing noise is ~4%), -log sigmoid(log p_fast - log p_slow),
+    weighted by the pair's measured log ratio.  A search needs the order of one program's schedules,
+    which MAPE alone barely teaches (docs/results/costmodel/ranking); 0 when no pair qualifies."""
+    log_y = target.clamp_min(1e-9).log()
+    gap = log_y[:, None] - log_y[None, :]
+    pairs = gap > math.log1p(min_gain)  # (i, j): i measured faster than j
+    if not pairs.any():
+        return log_pred.sum() * 0.0
+    margin = (log_pred[:, None] - log_pred[None, :])[pairs]
+    weight = gap[pairs]
+    return (nn.functional.softplus(-margin) * weight).sum() / weight.sum()
 
 
 def group(trees: Sequence[Tree]) -> dict[tuple, list[int]]:

@@ -6,8 +6,13 @@ it never saw.  Measured speedups below `MIN_SPEEDUP` (0.01) count as 0.01 in tra
 reported MAPE: MAPE divides by the target, and a few 1000x slowdowns would otherwise decide the loss.  Batches hold up to `batch_size` schedules of one program with one loop-tree
 structure (A.1 groups a batch by program; here it also lets one forward pass serve the batch).
 
-Each epoch ends with the validation MAPE and an atomic checkpoint, `OUT/last.pt` (model,
-optimizer, scheduler, epoch, history); the best model by validation MAPE is `OUT/costmodel.pt`
+`--rank-weight W` adds W x `model.rank_loss` (pairwise order of a batch's schedules) to MAPE: a search
+needs the model's order of one program's schedules, and MAPE alone taught little of it (`scores`'
+pick ratio; docs/results/costmodel/README.md).
+
+Each epoch ends with the validation MAPE and pick ratio and an atomic checkpoint, `OUT/last.pt` (model,
+optimizer, scheduler, epoch, history); the best model by validation MAPE (by pick ratio with
+`--rank-weight`) is `OUT/costmodel.pt`
 (`model.load_model`), with the split and the metrics in its metadata; `OUT/features.pkl` caches the
 featurized samples.  Running the same command
 again resumes from `last.pt`; a finished run only re-reports its test MAPE.  CPU by default;
@@ -42,6 +47,7 @@ from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public an
     ModelConfig,
     mape,
     predict,
+    rank_loss,
     predict_trees,
     save_model,
 )
@@ -66,6 +72,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "cpu"
     threads: int = 1  # torch CPU threads: more only spin against each other on a shared, busy machine
+    rank_weight: float = 0.0  # weight of `rank_loss` beside MAPE (0: the paper's MAPE alone)
     model: ModelConfig = field(default_factory=ModelConfig)
 
 
@@ -152,25 +159,40 @@ def _tensors(ds: Dataset, idx: list[int], device: str) -> tuple[torch.Tensor, to
 
 def evaluate(model: CostModel, ds: Dataset) -> float:
     """MAPE (fraction) of the model on a dataset; nan when it is empty."""
+    return scores(model, ds)[0]
+
+
+def scores(model: CostModel, ds: Dataset) -> tuple[float, float]:
+    """(MAPE, pick ratio) of the model on a dataset, from one prediction pass; nan when it is empty.
+
+    The pick ratio is the geometric mean over programs of (measured speedup of the schedule the model
+    ranks first) / (the program's best measured speedup): what a search that trusts the model's order
+    keeps (1 = always the best; always picking the identity scores ~0.63 on the random test programs)."""
     if not ds.trees:
-        return math.nan
-    pred = predict_trees(model, ds.trees)
-    y = np.asarray(ds.speedups)
-    return float(np.mean(np.abs(pred - y) / y))
+        return math.nan, math.nan
+    pred, y = predict_trees(model, ds.trees), np.asarray(ds.speedups)
+    by_program: dict[str, list[int]] = {}
+    for k, h in enumerate(ds.programs):
+        by_program.setdefault(h, []).append(k)
+    ratios = [y[idx][np.argmax(pred[idx])] / y[idx].max() for idx in map(np.asarray, by_program.values())]
+    return float(np.mean(np.abs(pred - y) / y)), float(np.exp(np.mean(np.log(ratios))))
 
 
 def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng: np.random.Generator) -> float:
-    """One pass over the training set; the mean MAPE of its batches (weighted by size)."""
+    """One pass over the training set; the mean MAPE of its batches (weighted by size).  With
+    `cfg.rank_weight` the loss adds that much `rank_loss` (a batch is one program's schedules)."""
     model.train()
     total, seen = 0.0, 0
     for idx in batches(ds, cfg.batch_size, rng):
         comps, target, structure = _tensors(ds, idx, cfg.device)
-        loss = mape(model(comps, structure), target)
+        log_pred = model.log_speedup(comps, structure)
+        error = mape(log_pred.exp(), target)
+        loss = error + cfg.rank_weight * rank_loss(log_pred, target) if cfg.rank_weight else error
         opt.zero_grad()
         loss.backward()
         opt.step()
         sched.step()
-        total += loss.item() * len(idx)
+        total += error.item() * len(idx)
         seen += len(idx)
     return total / max(seen, 1)
 
@@ -192,7 +214,8 @@ class Trainer:
     def settings(self) -> dict:
         """What a resumed run must share with the checkpoint (the one-cycle schedule spans all epochs)."""
         return {"epochs": self.cfg.epochs, "batch_size": self.cfg.batch_size, "max_lr": self.cfg.max_lr,
-                "seed": self.cfg.seed, "fractions": list(self.cfg.fractions), "model": repr(self.cfg.model)}
+                "seed": self.cfg.seed, "fractions": list(self.cfg.fractions), "model": repr(self.cfg.model),
+                **({"rank_weight": self.cfg.rank_weight} if self.cfg.rank_weight else {})}
 
     def state(self) -> dict:
         return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "sched": self.sched.state_dict(),
@@ -239,15 +262,17 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
     rng = np.random.default_rng(cfg.seed + trainer.epoch)
     while trainer.epoch < cfg.epochs:
         loss = train_epoch(trainer.model, sets["train"], trainer.opt, trainer.sched, cfg, rng)
-        val = evaluate(trainer.model, sets["validation"])
+        val, val_pick = scores(trainer.model, sets["validation"])
         trainer.epoch += 1
-        trainer.history.append({"epoch": trainer.epoch, "train_mape": loss, "val_mape": val})
-        score = val if not math.isnan(val) else loss
+        trainer.history.append({"epoch": trainer.epoch, "train_mape": loss, "val_mape": val, "val_pick": val_pick})
+        # The best model by what the run trains for: MAPE, or the order when the ranking loss is on.
+        score = (1 - val_pick if cfg.rank_weight else val) if not math.isnan(val) else loss
         if score < trainer.best or not (out / "costmodel.pt").exists():
             trainer.best = score
             save_model(trainer.model, out / "costmodel.pt", _meta(sets, cfg, trainer.history, str(data)))
         _checkpoint(out / "last.pt", trainer)
-        log(f"epoch {trainer.epoch}/{cfg.epochs}: train MAPE {loss:.3f}, validation MAPE {val:.3f}")
+        log(f"epoch {trainer.epoch}/{cfg.epochs}: train MAPE {loss:.3f}, validation MAPE {val:.3f}, "
+            f"pick ratio {val_pick:.3f}")
     return _report(out, sets, cfg, log)
 
 
@@ -256,11 +281,13 @@ def _report(out: Path, sets: dict[str, Dataset], cfg: TrainConfig, log) -> dict:
     from llmopt.poly.costmodel.model import load_model
 
     best, _ = load_model(out / "costmodel.pt", cfg.device)
-    metrics = {f"mape_{s}": evaluate(best, sets[s]) for s in SPLITS}
+    both = {s: scores(best, sets[s]) for s in SPLITS}
+    metrics = {**{f"mape_{s}": both[s][0] for s in SPLITS}, **{f"pick_{s}": both[s][1] for s in SPLITS}}
     metrics.update(samples={s: len(sets[s].trees) for s in SPLITS},
                    programs={s: len(set(sets[s].programs)) for s in SPLITS})
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
-    log(f"test MAPE {metrics['mape_test']:.3f} on {metrics['programs']['test']} held-out programs")
+    log(f"test MAPE {metrics['mape_test']:.3f}, pick ratio {metrics['pick_test']:.3f} on "
+        f"{metrics['programs']['test']} held-out programs")
     return metrics
 
 
@@ -276,11 +303,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--tiny", action="store_true", help="the small test model instead of A.1's sizes")
     p.add_argument("--dropout", type=float, help=f"dropout after every layer (default A.1's {ModelConfig.dropout})")
+    p.add_argument("--rank-weight", type=float, default=0.0,
+                   help="add this much pairwise ranking loss to MAPE (default 0: MAPE alone, as the paper)")
     args = p.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, max_lr=args.lr, seed=args.seed,
-                      device=args.device, threads=args.threads, model=ModelConfig.tiny() if args.tiny else ModelConfig())
+                      device=args.device, threads=args.threads, model=ModelConfig.tiny() if args.tiny else ModelConfig(),
+                      rank_weight=args.rank_weight)
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     print(json.dumps(train(args.data, args.out, cfg)))
