@@ -1,6 +1,8 @@
-"""Two or more cost models on the same held-out programs: test MAPE overall, on the programs of seeds
-below `--old-seeds` (the earlier test set) and on the rest.  The split is by program hash
-(`llmopt.poly.costmodel.train.split_of`), so a model trained on less data never saw any of these.
+"""Two or more cost models on the same held-out programs: test MAPE and pick ratio (`train.scores`: how good
+the schedule each model ranks first is) overall, on the programs of seeds below `--old-seeds` (the earlier
+test set) and on the rest, and the same on the validation programs.  The split is by program hash
+(`llmopt.poly.costmodel.train.split_of`), so a model trained on less data never saw any of these; the
+"identity" row is the pick ratio of always answering the untransformed program.
 
     python scripts/costmodel_compare.py data/poly-costmodel llmopt/poly/data/costmodel.pt runs/cm-673/costmodel.pt \
         --old-seeds 438 --cache runs/cm-673/features.pkl
@@ -17,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmopt.poly.costmodel.data import load_rows  # noqa: E402
 from llmopt.poly.costmodel.model import load_model  # noqa: E402
-from llmopt.poly.costmodel.train import Dataset, TrainConfig, evaluate, featurize_rows  # noqa: E402
+from llmopt.poly.costmodel.train import MIN_SPEEDUP, Dataset, TrainConfig, featurize_rows, scores  # noqa: E402
 
 
 def subset(ds: Dataset, keep) -> Dataset:
@@ -33,13 +35,35 @@ def main() -> int:
     p.add_argument("--cache", help="features cache of a training run (features.pkl)")
     args = p.parse_args()
     rows = load_rows(args.data)
-    test = featurize_rows(rows, TrainConfig(), False, cache=args.cache)["test"]
+    sets = featurize_rows(rows, TrainConfig(), False, cache=args.cache)
+    test = sets["test"]
     old = {r["hash"] for r in rows if r["seed"] < args.old_seeds}
-    parts = {"test (all)": test, f"test, seeds < {args.old_seeds}": subset(test, lambda h: h in old),
-             "test, the rest": subset(test, lambda h: h not in old)}
-    mape = {m: {k: round(evaluate(load_model(m, "cpu")[0], v), 4) for k, v in parts.items()} for m in args.models}
-    print(json.dumps({"programs": {k: len(set(v.programs)) for k, v in parts.items()}, "mape": mape}, indent=1))
+    parts = {"test (all)": test, "validation": sets["validation"]}
+    if args.old_seeds:
+        parts.update({f"test, seeds < {args.old_seeds}": subset(test, lambda h: h in old),
+                      "test, the rest": subset(test, lambda h: h not in old)})
+    both = {m: {k: scores(load_model(m, "cpu")[0], v) for k, v in parts.items()} for m in args.models}
+    print(json.dumps({"programs": {k: len(set(v.programs)) for k, v in parts.items()},
+                      "mape": {m: {k: round(v[0], 4) for k, v in r.items()} for m, r in both.items()},
+                      "pick": {m: {k: round(v[1], 3) for k, v in r.items()} for m, r in both.items()},
+                      "pick_identity": {k: round(identity_pick(rows, v), 3) for k, v in parts.items()}}, indent=1))
     return 0
+
+
+def identity_pick(rows: list[dict], ds: Dataset) -> float:
+    """The pick ratio of always answering the identity schedule, on the programs of `ds`."""
+    import numpy as np
+
+    programs = set(ds.programs)
+    best: dict[str, float] = {}
+    ident: dict[str, float] = {}
+    for r in rows:
+        if r["hash"] in programs:
+            y = max(float(r["speedup"]), MIN_SPEEDUP)
+            best[r["hash"]] = max(best.get(r["hash"], 0.0), y)
+            if not r["schedule"]:
+                ident[r["hash"]] = y
+    return float(np.exp(np.mean([np.log(ident[h] / best[h]) for h in ident]))) if ident else float("nan")
 
 
 if __name__ == "__main__":
