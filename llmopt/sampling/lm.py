@@ -16,7 +16,6 @@ tests compare against.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +35,6 @@ def crop_cache(cache: Any, length: int) -> None:
         cache.crop(-excess)
 
 
-# PREFILL_DTYPES (config.py): how the prompt is encoded.  bfloat16 runs a bfloat16 copy of the weights over the prompt (1.6x faster
-# prefill on a CPU with native bf16, e.g. AVX512-BF16; top log-probabilities move by ~0.01) and decodes the
-# answer in float32 from a float32 copy of its cache: a decode step is one token, and bf16 made those slower.
-# auto: bfloat16 where the CPU computes it natively and the model runs on the torch engine, else float32.
-
-
 def native_bf16() -> bool:
     """True when this CPU computes bfloat16 natively (oneDNN's check: AVX512-BF16 or AMX)."""
     try:
@@ -51,7 +44,13 @@ def native_bf16() -> bool:
 
 
 def _prefill_copy(model: Any, prefill_dtype: str) -> Any:
-    """The model that encodes prompts when it is not `model` itself (None: `model` does)."""
+    """The model that encodes prompts when it is not `model` itself (None: `model` does).
+
+    `prefill_dtype` (one of config.PREFILL_DTYPES): "bfloat16" encodes the prompt with a bfloat16 copy of
+    the weights (1.6x faster on a CPU with native bf16, e.g. AVX512-BF16; top log-probabilities move by
+    ~0.01) and the answer is decoded in float32 from a float32 copy of its cache (`TreeDecoder`): a decode
+    step is one token, and bf16 made those slower.  "auto": bfloat16 where the CPU computes it natively and
+    the model is the torch engine's float32 one, else "float32" (no copy)."""
     from llmopt.model.llama import LlamaForInference
 
     if prefill_dtype not in PREFILL_DTYPES:
@@ -67,18 +66,6 @@ def _prefill_copy(model: Any, prefill_dtype: str) -> Any:
     import copy
 
     return copy.deepcopy(model).to(torch.bfloat16)
-
-
-@contextmanager
-def torch_threads(n: int | None):
-    """torch's intra-op threads set to `n` inside the block (None: unchanged)."""
-    before = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class PassListLM:

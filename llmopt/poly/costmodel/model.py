@@ -126,7 +126,7 @@ def rank_loss(log_pred: torch.Tensor, target: torch.Tensor, min_gain: float = 0.
     """Pairwise logistic loss on the order of a batch's predictions: for every pair whose measured
     speedups differ by more than `min_gain` (timing noise is ~4%), -log sigmoid(log p_fast - log p_slow),
     weighted by the pair's measured log ratio.  A search needs the order of one program's schedules,
-    which MAPE alone barely teaches (docs/results/costmodel/ranking); 0 when no pair qualifies."""
+    which MAPE alone barely teaches (docs/results/costmodel/ranking/); 0 when no pair qualifies."""
     log_y = target.clamp_min(1e-9).log()
     gap = log_y[:, None] - log_y[None, :]
     pairs = gap > math.log1p(min_gain)  # (i, j): i measured faster than j

@@ -8,7 +8,7 @@ structure (A.1 groups a batch by program; here it also lets one forward pass ser
 
 `--rank-weight W` adds W x `model.rank_loss` (pairwise order of a batch's schedules) to MAPE: a search
 needs the model's order of one program's schedules, and MAPE alone taught little of it (`scores`'
-pick ratio; docs/results/costmodel/README.md).
+pick ratio; docs/results/costmodel/ranking/).
 
 Each epoch ends with the validation MAPE and pick ratio and an atomic checkpoint, `OUT/last.pt` (model,
 optimizer, scheduler, epoch, history); the best model by validation MAPE (by pick ratio with
@@ -47,8 +47,8 @@ from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public an
     ModelConfig,
     mape,
     predict,
-    rank_loss,
     predict_trees,
+    rank_loss,
     save_model,
 )
 from llmopt.poly.program import program_from_dict
@@ -215,6 +215,7 @@ class Trainer:
         """What a resumed run must share with the checkpoint (the one-cycle schedule spans all epochs)."""
         return {"epochs": self.cfg.epochs, "batch_size": self.cfg.batch_size, "max_lr": self.cfg.max_lr,
                 "seed": self.cfg.seed, "fractions": list(self.cfg.fractions), "model": repr(self.cfg.model),
+                # absent when off, so checkpoints from before the option still resume
                 **({"rank_weight": self.cfg.rank_weight} if self.cfg.rank_weight else {})}
 
     def state(self) -> dict:
