@@ -232,7 +232,7 @@ def preset_costs(args: argparse.Namespace) -> dict:
     return results
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="model directory (default: the shipped model)")
     parser.add_argument("--data", help="dataset directory (default: the sample dataset)")
@@ -254,14 +254,11 @@ def main() -> int:
                              "is replaced by the preset's name (default: %(default)s)")
     parser.add_argument("--tokenizer-rows", type=int, default=3000,
                         help="train functions the --untrained-preset tokenizer is trained on")
-    args = parser.parse_args()
-    if args.untrained_preset:
-        results = preset_costs(args)
-        print(json.dumps(results, indent=1))
-        if args.write:
-            _write_costs(Path(args.write), results)
-        return 0
+    return parser
 
+
+def predict_costs(args: argparse.Namespace) -> dict:
+    """Cold start and batch rate of every engine x setting x strategy, and the decode step, on `args.data`."""
     rows = _rows(args.data)
     rows.sort(key=lambda r: r["n_tokens"])
     median = rows[len(rows) // 2]
@@ -294,6 +291,18 @@ def main() -> int:
                     fps, comps = batch(args.model, irs, strategy, k, engine, (dtype, threads))
                     results[f"batch_functions_per_s[{label}]"] = round(fps, 2)
                     results[f"batch_compilations[{label}]"] = comps
+    return results
+
+
+def main() -> int:
+    args = _parser().parse_args()
+    if args.untrained_preset:
+        results = preset_costs(args)
+        print(json.dumps(results, indent=1))
+        if args.write:
+            _write_costs(Path(args.write), results)
+        return 0
+    results = predict_costs(args)
     print(json.dumps(results, indent=1))
     if args.write:
         _write(Path(args.write), results)
