@@ -21,7 +21,8 @@ from llmopt.poly.agent.model import ActorCritic
 from llmopt.poly.agent.policy import AgentPolicy
 from llmopt.poly.agent.ppo import PPOConfig, collect, update, value_of
 from llmopt.poly.agent.pretrain import pretrain
-from llmopt.poly.agent.state import COMP_FOCUS, EDGE_FEATURES, LOOP_COLUMNS, NODE_FEATURES, graph, squash
+from llmopt.poly.agent.state import (COMP_FOCUS, COMP_WORK, EDGE_FEATURES, LOOP_COLUMNS, NODE_FEATURES, graph,
+                                     instances, squash, work)
 from llmopt.poly.agent.train import TrainConfig, save_checkpoint, train
 from llmopt.poly.agent.walk import Position, advance, start
 from llmopt.poly.benchmarks import benchmark
@@ -56,6 +57,22 @@ def test_gemm_graph_has_its_loops_computations_and_buffers():
     assert g.x[g.node_type == 1][:, COMP_FOCUS].tolist() == [1, 0]
     g1 = graph(benchmark("gemm", small=True), Position(Schedule(), 1))
     assert loops(g1)[:, LOOP_COLUMNS["focus"]].tolist() == [1, 1, 1]
+
+
+def test_work_features_tell_the_dominant_statement():
+    gemm = benchmark("gemm", small=True)  # S0 (C *= beta) over i < 18, j < 20; S1 also over k < 22
+    assert [instances(gemm, s) for s in gemm.statements] == [360, 7920]
+    shares = {name: share for name, (_, share) in work(gemm).items()}
+    assert sum(shares.values()) == pytest.approx(1.0) and shares["S1"] > 0.9
+    g = graph(gemm, start())
+    comps = g.x[g.node_type == 1]
+    assert comps[:, COMP_WORK].tolist() == pytest.approx([squash(360), squash(7920)])
+    assert comps[:, COMP_WORK + 1].tolist() == pytest.approx([shares["S0"], shares["S1"]])
+    # i and j hold both statements, k only S1
+    assert loops(g)[:, LOOP_COLUMNS["work_share"]].tolist() == pytest.approx([1.0, 1.0, shares["S1"]])
+    assert loops(g)[:, LOOP_COLUMNS["instances"]].tolist() == pytest.approx([squash(8280)] * 2 + [squash(7920)])
+    syrk = benchmark("syrk", small=True)  # S0 over 0 <= j <= i < 20: 210 points, its bounding box 400
+    assert instances(syrk, syrk.statements[0]) == 400
 
 
 def test_loop_features_record_the_transformations():
@@ -278,3 +295,43 @@ def test_imitation_learns_the_best_walk_and_ships_as_a_policy(measurer, tmp_path
     _, value = policy.model(Batch.from_data_list([graph(prog, start())]))
     assert abs(float(value) - math.log(3.0, 4)) < 0.25
     assert len(list(csv.DictReader((tmp_path / "run" / "log.csv").open()))) == 200
+
+
+def test_a_policy_of_other_state_features_is_refused_with_the_way_out(tmp_path):
+    from llmopt.poly.agent.policy import PolicyError
+
+    model = ActorCritic(hidden=8, heads=1)
+    state = {k: (v[:, :-2] if k == "backbone.conv1.lin_l.weight" else v) for k, v in model.state_dict().items()}
+    torch.save({"model": state, "model_config": model.config}, tmp_path / "old.pt")
+    with pytest.raises(PolicyError, match="state graph.*retrain"):
+        AgentPolicy(tmp_path / "old.pt")
+
+
+def test_tree_targets_compare_the_actions_measured_at_each_position(measurer, tmp_path):
+    """Rows as a greedy search on gemm would leave them (speedups made up: the mechanics): each
+    position teaches the softmax of its measured actions' best speedups, and a policy trained on
+    them walks the search's best schedule."""
+    from llmopt.poly.agent.imitate import ImitateConfig, imitate, tree_demonstrations
+
+    gemm = benchmark("gemm", small=True)
+    p0, u2 = (next(a for a in range(len(ACTIONS)) if ACTIONS[a].name == n) for n in ("P(0)", "U(2)"))
+    best = Schedule((Parallel("S1", 0),))
+    measured = {(): 1.0, (Parallel("S0", 0),): 0.9, (Unroll("S1", 0, 2),): 1.1, best.transforms: 2.0,
+                (Parallel("S1", 0), Unroll("S1", 0, 2)): 1.8}
+    rows = [{"hash": gemm.hash(), "program": gemm.to_dict(), "schedule": Schedule(t).to_list(), "speedup": v}
+            for t, v in measured.items()]
+    steps = tree_demonstrations(rows, temperature=0.1)[gemm.hash()]
+    by_position: dict[int, list] = {}
+    for step in steps:
+        by_position.setdefault(id(step.graph), []).append(step)
+    assert len(by_position) == 3  # the start, after "Next", after "Next, P(0)"; [P(0)] had one action
+    best_actions = sorted(next(s.action for s in group if s.best) for group in by_position.values())
+    assert best_actions == sorted([NEXT, p0, NEXT])  # start: Next leads to 2.0; S1: P(0); then stop
+    for group in by_position.values():
+        assert sum(s.weight for s in group) == pytest.approx(1.0, abs=0.1)
+        assert all(s.value == pytest.approx(math.log(2.0, 4)) for s in group)
+    assert {s.action for s in steps} == {NEXT, p0, u2}
+    ckpt = imitate(rows, tmp_path / "tree", ImitateConfig(epochs=150, validation=0.0, targets="tree"), log=None)
+    assert AgentPolicy(ckpt).schedule(gemm, measurer) == best
+    with pytest.raises(UsageError, match="targets"):
+        imitate(rows, tmp_path / "bad", ImitateConfig(epochs=1, targets="best"), log=None)

@@ -17,6 +17,15 @@ the batch):
   actions (over all 56 logits: at run time `first_legal` skips the illegal ones in logit order);
   the value head learns the walk's final log4 speedup, so PPO can start from the result.
 
+`targets="tree"` reads the same rows as a search tree instead (better for `--source greedy` data,
+whose rows are the candidates a greedy search measured, each one action beyond its best so far):
+every walk passes through positions (its action prefixes), and a position's value of an action is
+the best speedup of any measured walk through it (a max backup over the tree).  Each position with
+two or more measured actions teaches the softmax of those values / `temperature`: a greedy step
+measured ~12 actions, so a program teaches which of them paid and by how much, not only the one
+the search kept.  With `targets="walks"` a near-best prefix of the search (the first branch done,
+the rest not yet searched) taught "Next" on branches the search had not reached.
+
 Programs are split into train and validation by hash; `log.csv` has the loss and the validation
 top-1 agreement with the best walk per epoch.  The checkpoint is an `AgentPolicy` file (and a
 `train --init` file for PPO on top).
@@ -64,6 +73,7 @@ class ImitateConfig:
     seed: int = 0
     programs: int = 0  # use the first N programs of the data (0: all)
     min_gain: float = 1.0  # programs whose best walk is slower than this teach nothing (1.0: all teach)
+    targets: str = "walks"  # "walks" (each measured walk, weighted) or "tree" (module docstring)
 
 
 @dataclass
@@ -109,6 +119,41 @@ def demonstrations(rows: list[dict], temperature: float, min_gain: float = 1.0) 
     return out
 
 
+def tree_demonstrations(rows: list[dict], temperature: float, min_gain: float = 1.0) -> dict[str, list[Step]]:
+    """{program hash: its steps} from the rows read as a search tree (module docstring, `targets="tree"`).
+
+    One Step per (position, measured action), weighted by the action's share of the position's
+    softmax; a position where only one action was ever measured teaches nothing (no comparison)."""
+    by_program: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_program[r["hash"]].append(r)
+    out: dict[str, list[Step]] = {}
+    for h, walks in by_program.items():
+        if max(w["speedup"] for w in walks) < min_gain:
+            continue
+        prog = program_from_dict(walks[0]["program"])
+        values: dict[tuple, dict[int, float]] = defaultdict(dict)  # action prefix -> {action: best speedup}
+        for row in walks:
+            actions = walk_actions(prog, Schedule.from_list(row["schedule"]))
+            for i, a in enumerate(actions or []):
+                q = values[tuple(actions[:i])]
+                q[a] = max(q.get(a, 0.0), row["speedup"])
+        steps: list[Step] = []
+        for prefix, q in values.items():
+            if len(q) < 2:
+                continue
+            pos = start()
+            for a in prefix:
+                pos, _ = advance(prog, pos, a)
+            g, acts = graph(prog, pos), list(q)
+            weights = walk_weights([q[a] for a in acts], temperature)
+            best, value = acts[int(np.argmax(weights))], math.log(max(max(q.values()), 1e-9), 4)
+            steps += [Step(g, a, float(w), value, a == best) for a, w in zip(acts, weights, strict=True)
+                      if w >= MIN_WEIGHT]
+        out[h] = steps
+    return out
+
+
 def split(programs: list[str], validation: float, seed: int) -> tuple[list[str], list[str]]:
     order = list(np.random.default_rng(seed).permutation(sorted(programs)))
     n_val = max(1, round(validation * len(order))) if validation > 0 and len(order) > 1 else 0
@@ -145,7 +190,9 @@ def imitate(rows: list[dict], out: str | Path, cfg: ImitateConfig | None = None,
         keep = set(list(dict.fromkeys(r["hash"] for r in rows))[: cfg.programs])
         rows = [r for r in rows if r["hash"] in keep]
     t0 = time.time()
-    demos = demonstrations(rows, cfg.temperature, cfg.min_gain)
+    if cfg.targets not in ("walks", "tree"):
+        raise UsageError(f"targets must be 'walks' or 'tree', not {cfg.targets!r}")
+    demos = (tree_demonstrations if cfg.targets == "tree" else demonstrations)(rows, cfg.temperature, cfg.min_gain)
     train_p, val_p = split(list(demos), cfg.validation, cfg.seed)
     train_s = [s for h in train_p for s in demos[h]]
     val_s = [s for h in val_p for s in demos[h]]

@@ -63,7 +63,11 @@ class AgentPolicy:
         torch.set_num_threads(1)
         ckpt = torch.load(self.path, map_location="cpu", weights_only=False)
         self.model = ActorCritic(**ckpt["model_config"])
-        self.model.load_state_dict(ckpt["model"])
+        try:
+            self.model.load_state_dict(ckpt["model"])
+        except RuntimeError as err:  # a policy trained on another version of the state features
+            raise PolicyError(f"{self.path} does not fit this version's state graph (retrain it, e.g. "
+                              f"`python -m llmopt.poly.agent.imitate DATA --out RUN`): {str(err)[:200]}") from None
         self.model.eval()
         self.max_steps = max_steps
 

@@ -13,11 +13,19 @@ Nodes, in this order (`data.node_type`: 0 loop, 1 computation, 2 buffer):
   level (one-hot), lower/upper bound and extent over the iteration domain (exact, by isl), the
   loop's affine row over its statement's iterators, and what was done to it so far: tiled (tile
   loop / point loop, tile size), parallel, unrolled (factor), interchanged, skewed, reversed, and
-  the focus tag (the loop belongs to the targeted branch);
+  the focus tag (the loop belongs to the targeted branch); then the work under the loop (below);
 - computation: depth, position, element type, operation counts, focus tag, and the access
   matrices (rows = tensor dimensions, columns = iterator coefficients, constant, quasi-affine
-  flag) of its write and of its first `MAX_READS` distinct reads;
+  flag) of its write and of its first `MAX_READS` distinct reads; then its work (below);
 - buffer: rank, extents, element type, written or only read.
+
+Work (not in Pearl's features; added because imitation on ~150 programs did not learn when
+parallelization pays, docs/results/pearl/imitation/): a statement's instances (the product of its
+domain's bounding box: exact for rectangular domains, at most a few times high for triangular ones;
+isl's exact count enumerates points and takes a second on doitgen) and its share of the program's
+work (instances x (1 + operations)); a loop node carries the same two for the statements it holds.
+A message-passing network sees extents only of the loops two edges away, and multiplying them
+across a nest is what it would have to learn from a few hundred programs.
 
 Edges (`data.edge_attr`: relation one-hot, a reverse flag, the access matrix on access edges):
 loop -> nested loop, innermost loop -> computation, buffer -> reading computation, computation ->
@@ -46,8 +54,9 @@ MAX_READS = 4  # distinct read matrices in a computation's features (all of them
 ROW = MAX_ITERS + 2  # iterator coefficients, constant, quasi-affine flag
 MATRIX = MAX_RANK * ROW
 
-LOOP_F = MAX_LEVELS + 3 + MAX_ITERS + 10
-COMP_F = 7 + MATRIX * (1 + MAX_READS)
+WORK_F = 2  # squash(instances), share of the program's work
+LOOP_F = MAX_LEVELS + 3 + MAX_ITERS + 10 + WORK_F
+COMP_F = 7 + MATRIX * (1 + MAX_READS) + WORK_F
 BUF_F = 4 + MAX_RANK
 N_TYPES = 3
 NODE_FEATURES = N_TYPES + LOOP_F + COMP_F + BUF_F
@@ -57,8 +66,10 @@ EDGE_FEATURES = len(RELATIONS) + 1 + MATRIX
 LOOP_MARKS = ("tiled", "point", "tile_size", "parallel", "unroll", "interchanged", "skewed", "reversed", "focus",
               "innermost")
 LOOP_COLUMNS = {name: N_TYPES + MAX_LEVELS + 3 + MAX_ITERS + k for k, name in enumerate(LOOP_MARKS)}
-LOOP_COLUMNS.update(lower=N_TYPES + MAX_LEVELS, upper=N_TYPES + MAX_LEVELS + 1, extent=N_TYPES + MAX_LEVELS + 2)
+LOOP_COLUMNS.update(lower=N_TYPES + MAX_LEVELS, upper=N_TYPES + MAX_LEVELS + 1, extent=N_TYPES + MAX_LEVELS + 2,
+                    instances=N_TYPES + LOOP_F - WORK_F, work_share=N_TYPES + LOOP_F - WORK_F + 1)
 COMP_FOCUS = N_TYPES + LOOP_F + 6  # column of a computation's focus tag
+COMP_WORK = N_TYPES + LOOP_F + COMP_F - WORK_F  # columns of a computation's instances and work share
 
 _FLOOR = re.compile(r"^floor\(\((.*)\)/(\d+)\)$")
 _memo: dict[tuple, object] = {}  # program-only facts (access matrices, bounds), keyed by program hash
@@ -124,6 +135,36 @@ def loop_bounds(prog: Program, names: list[str], level: int, st: State) -> tuple
     return _memoized(key, compute)
 
 
+def instances(prog: Program, stmt: Statement) -> int:
+    """A statement's instances: the volume of its domain's bounding box (module docstring)."""
+    def compute():
+        box = domain(prog, stmt).as_set()
+        if box.is_empty():
+            return 0
+        return math.prod(box.dim_max_val(d).to_python() - box.dim_min_val(d).to_python() + 1
+                         for d in range(box.dim(isl.dim_type.set)))
+    return _memoized(("instances", prog.hash(), stmt.name), compute)
+
+
+def _operations(stmt: Statement) -> int:
+    return len(re.findall(r"[-+*/]", stmt.expr))
+
+
+def work(prog: Program) -> dict[str, tuple[float, float]]:
+    """{statement: (instances, share of the program's work)}, work = instances x (1 + operations)."""
+    def compute():
+        n = {s.name: instances(prog, s) for s in prog.statements}
+        w = {s.name: n[s.name] * (1 + _operations(s)) for s in prog.statements}
+        total = sum(w.values()) or 1
+        return {name: (float(n[name]), w[name] / total) for name in n}
+    return _memoized(("work", prog.hash()), compute)
+
+
+def _work_features(prog: Program, names) -> list[float]:
+    stmts = work(prog)
+    return [squash(sum(stmts[n][0] for n in names)), sum(stmts[n][1] for n in names)]
+
+
 def loop_flags(prog: Program, name: str, s: StmtSchedule) -> list[dict]:
     """Per level of statement `name`: its affine row and what was done to it (tile, interchange...)."""
     stmt = prog.statement(name)
@@ -142,14 +183,16 @@ def loop_flags(prog: Program, name: str, s: StmtSchedule) -> list[dict]:
     return out
 
 
-def _loop_features(level: int, bounds: tuple[int, int], flags: dict, focus: bool, innermost: bool) -> list[float]:
+def _loop_features(level: int, bounds: tuple[int, int], flags: dict, focus: bool, innermost: bool,
+                   work_features: list[float]) -> list[float]:
     onehot = [0.0] * MAX_LEVELS
     onehot[min(level, MAX_LEVELS - 1)] = 1.0
     lo, hi = bounds
     marks = [flags["tile"] > 0, flags["point"], math.log2(max(flags["tile"], 1)) / 8, flags["parallel"],
              math.log2(flags["unroll"]) / 5, flags["interchanged"], flags["skewed"], flags["reversed"], focus,
              innermost]
-    return onehot + [squash(lo), squash(hi), squash(hi - lo + 1)] + flags["row"] + [float(m) for m in marks]
+    return onehot + [squash(lo), squash(hi), squash(hi - lo + 1)] + flags["row"] + [float(m) for m in marks] + \
+        work_features
 
 
 def _comp_features(prog: Program, stmt: Statement, order: int, depth: int, focus: bool) -> list[float]:
@@ -164,7 +207,7 @@ def _comp_features(prog: Program, stmt: Statement, order: int, depth: int, focus
     head = [depth / MAX_LEVELS, order / max(len(prog.statements), 1),
             float(prog.tensors[stmt.write(names).tensor].dtype == "double"), squash(len(reads)),
             squash(ops[0]), squash(ops[1]), float(focus)]
-    return head + [v for m in mats for v in m]
+    return head + [v for m in mats for v in m] + _work_features(prog, [stmt.name])
 
 
 def _buffer_features(prog: Program, name: str, written: bool) -> list[float]:
@@ -214,7 +257,8 @@ def _loop_nodes(prog: Program, st: State, focus: set[str], nodes: list, edges: _
                 deepest = all(st[n].depth == level + 1 for n in names)
                 ids[key] = len(nodes)
                 nodes.append(_node(0, _loop_features(level, loop_bounds(prog, names, level, st),
-                                                     flags[stmt.name][level], bool(focus & set(names)), deepest)))
+                                                     flags[stmt.name][level], bool(focus & set(names)), deepest,
+                                                     _work_features(prog, names))))
                 if level:
                     edges.add(ids[key[:-1]], ids[key], "nest")
             innermost[stmt.name] = ids[key]
