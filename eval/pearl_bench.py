@@ -18,7 +18,8 @@ Per benchmark, in one run:
 
 Speedup = untransformed -O3 time / optimized time, each the minimum of `repeats` runs, every
 output checked against the reference by the `Measurer` first; a method's speedup and its baseline
-come from the same measurer.  Rows are saved after every benchmark: a re-run with the same
+come from the same measurer.  Every timed run is guarded against other work (`quiet`, `--quiet-cores`,
+`llmopt.poly.cpu_watch`): on a shared 2-core machine one busy neighbour halves a 2-thread run.  Rows are saved after every benchmark: a re-run with the same
 settings (and machine) skips the benchmarks already done, so an interrupted bench resumes.
 """
 
@@ -52,6 +53,7 @@ class BenchConfig:
     threads: int = 2
     small: bool = False
     policy: str | None = None  # the agent's policy file (default: the shipped one, when it exists)
+    quiet: float | None = 0.15  # the busy-machine guard (`Measurer(quiet=...)`); None: off
 
     def policy_file(self) -> Path | None:
         from llmopt.poly.agent.policy import DEFAULT_POLICY
@@ -71,7 +73,7 @@ class BenchConfig:
 
 def _search(name: str, prog, cfg: BenchConfig, log) -> tuple[SearchResult, dict]:
     """Run search `name` on a fresh measurer; (its result, Polly on the same measurer or {})."""
-    measurer = Measurer(scratch_cache(), repeats=cfg.repeats, threads=cfg.threads)
+    measurer = Measurer(scratch_cache(), repeats=cfg.repeats, threads=cfg.threads, quiet=cfg.quiet)
     options = {"budget_seconds": cfg.budget_seconds}
     if name == "beam":
         options.update(width=cfg.width or DEFAULT_WIDTH, depth=cfg.depth or DEFAULT_DEPTH)

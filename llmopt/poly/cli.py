@@ -160,7 +160,7 @@ def cmd_pearl_bench(args: argparse.Namespace) -> int:
     out = check_output_dir(args.out)
     cfg = BenchConfig(names=args.benchmarks, budget_seconds=args.budget_seconds, width=args.width,
                       depth=args.depth, repeats=args.repeats, threads=args.threads, small=args.small,
-                      policy=args.policy)
+                      policy=args.policy, quiet=args.quiet_cores if args.quiet_cores >= 0 else None)
     run_bench(cfg, out)
     return 0
 
@@ -204,6 +204,9 @@ def _add_bench(sub) -> None:
                    help=f"output folder (default {BENCH_OUT}; the committed results: --out docs/results/pearl)")
     p.add_argument("--policy", metavar="PATH", default=None,
                    help="the agent's policy for its column (default llmopt/poly/data/agent.pt; n/a without one)")
+    p.add_argument("--quiet-cores", type=float, default=0.15, metavar="C",
+                   help="retake a timed run during which other processes used more than C cores, once the "
+                        "machine is quiet (default 0.15; -1: off)")
     _add_common(p, BENCH_BUDGET)
     p.set_defaults(func=cmd_pearl_bench)
 
