@@ -307,6 +307,37 @@ def test_a_policy_of_other_state_features_is_refused_with_the_way_out(tmp_path):
         AgentPolicy(tmp_path / "old.pt")
 
 
+def test_an_ensemble_policy_follows_its_members_mean_log_probabilities(measurer, tmp_path):
+    from llmopt.poly.agent.imitate import ImitateConfig, ensemble
+    from llmopt.poly.costmodel.data import program_schedules
+
+    prog = benchmark("mvt", small=True)
+    scheds = program_schedules(prog, measurer.legality(prog), 4, seed=2)
+    rows = [{"hash": prog.hash(), "program": prog.to_dict(), "schedule": s.to_list(), "speedup": 1.0 + k}
+            for k, s in enumerate(scheds)]
+    path = ensemble(rows, tmp_path / "ens", ImitateConfig(epochs=2, validation=0.0, hidden=16, heads=1), 2, log=None)
+    assert (tmp_path / "ens" / "member-1" / "log.csv").exists()
+    policy, one = AgentPolicy(path), AgentPolicy(tmp_path / "ens" / "member-0" / "checkpoint.pt")
+    assert len(policy.models) == 2 and len(one.models) == 1
+    batch = Batch.from_data_list([graph(prog, start())])
+    with torch.no_grad():
+        mean = torch.stack([torch.log_softmax(m(batch)[0], -1) for m in policy.models]).mean(0)
+        assert torch.allclose(policy.logits(batch), mean)
+        assert torch.allclose(policy.models[0](batch)[0], one.logits(batch))
+    assert check(prog, policy.schedule(prog, measurer))[0]
+
+
+def test_the_validation_split_keeps_each_program_on_its_side_as_the_data_grows():
+    from llmopt.poly.agent.imitate import split
+
+    programs = [f"p{k}" for k in range(300)]
+    train, val = split(programs[:200], 0.1, seed=0)
+    train2, val2 = split(programs, 0.1, seed=0)
+    assert 5 < len(val) < 40 and set(val) <= set(val2) and set(train) <= set(train2)
+    assert split(programs[:200], 0.1, seed=1)[1] != val
+    assert split(["a", "b"], 0.1, 0)[1] and split(["a"], 0.1, 0) == (["a"], []) and split(["a", "b"], 0.0, 0)[1] == []
+
+
 def test_tree_targets_compare_the_actions_measured_at_each_position(measurer, tmp_path):
     """Rows as a greedy search on gemm would leave them (speedups made up: the mechanics): each
     position teaches the softmax of its measured actions' best speedups, and a policy trained on

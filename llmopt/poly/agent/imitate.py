@@ -23,7 +23,7 @@ every walk passes through positions (its action prefixes), and a position's valu
 the best speedup of any measured walk through it (a max backup over the tree).  Each position with
 two or more measured actions teaches the softmax of those values / `temperature`: a greedy step
 measured ~12 actions, so a program teaches which of them paid and by how much, not only the one
-the search kept.  With `targets="walks"` a near-best prefix of the search (the first branch done,
+the search kept.  `targets="both"` trains on the union of the two.  With `targets="walks"` a near-best prefix of the search (the first branch done,
 the rest not yet searched) taught "Next" on branches the search had not reached.
 
 Programs are split into train and validation by hash; `log.csv` has the loss and the validation
@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
+import hashlib
 import json
 import math
 import time
@@ -70,10 +72,11 @@ class ImitateConfig:
     validation: float = 0.1  # share of programs held out
     hidden: int = 64
     heads: int = 4
-    seed: int = 0
+    seed: int = 0  # of the initialization and the minibatch order
+    split_seed: int = 0  # of the train/validation split (kept apart so seeds can be compared on one split)
     programs: int = 0  # use the first N programs of the data (0: all)
     min_gain: float = 1.0  # programs whose best walk is slower than this teach nothing (1.0: all teach)
-    targets: str = "walks"  # "walks" (each measured walk, weighted) or "tree" (module docstring)
+    targets: str = "walks"  # "walks" (each measured walk, weighted), "tree" or "both" (module docstring)
 
 
 @dataclass
@@ -154,10 +157,20 @@ def tree_demonstrations(rows: list[dict], temperature: float, min_gain: float = 
     return out
 
 
+TARGETS = {"walks": (demonstrations,), "tree": (tree_demonstrations,), "both": (demonstrations, tree_demonstrations)}
+
+
 def split(programs: list[str], validation: float, seed: int) -> tuple[list[str], list[str]]:
-    order = list(np.random.default_rng(seed).permutation(sorted(programs)))
-    n_val = max(1, round(validation * len(order))) if validation > 0 and len(order) > 1 else 0
-    return order[n_val:], order[:n_val]
+    """(train, validation) program hashes.  A program's side depends on its hash and `seed` alone, so
+    it keeps its side as the data grows (a run on more data never validates on what an earlier run
+    trained on); at least one program is held out when `validation` > 0 and there are two."""
+    def unit(h: str) -> float:
+        return int(hashlib.sha256(f"{seed}:{h}".encode()).hexdigest()[:12], 16) / 16 ** 12
+    order = sorted(programs, key=unit)
+    n_val = sum(unit(h) < validation for h in order)
+    if validation > 0 and len(order) > 1:
+        n_val = min(max(n_val, 1), len(order) - 1)
+    return sorted(order[n_val:]), sorted(order[:n_val])
 
 
 def _loss(model: ActorCritic, steps: list[Step], value_weight: float) -> torch.Tensor:
@@ -190,10 +203,13 @@ def imitate(rows: list[dict], out: str | Path, cfg: ImitateConfig | None = None,
         keep = set(list(dict.fromkeys(r["hash"] for r in rows))[: cfg.programs])
         rows = [r for r in rows if r["hash"] in keep]
     t0 = time.time()
-    if cfg.targets not in ("walks", "tree"):
-        raise UsageError(f"targets must be 'walks' or 'tree', not {cfg.targets!r}")
-    demos = (tree_demonstrations if cfg.targets == "tree" else demonstrations)(rows, cfg.temperature, cfg.min_gain)
-    train_p, val_p = split(list(demos), cfg.validation, cfg.seed)
+    if cfg.targets not in TARGETS:
+        raise UsageError(f"targets must be one of {', '.join(TARGETS)}, not {cfg.targets!r}")
+    demos: dict[str, list[Step]] = defaultdict(list)
+    for kind in TARGETS[cfg.targets]:
+        for h, steps in kind(rows, cfg.temperature, cfg.min_gain).items():
+            demos[h] += steps
+    train_p, val_p = split(list(demos), cfg.validation, cfg.split_seed)
     train_s = [s for h in train_p for s in demos[h]]
     val_s = [s for h in val_p for s in demos[h]]
     if not train_s:
@@ -236,10 +252,27 @@ def _save(path: Path, model: ActorCritic, cfg: ImitateConfig, epoch: int) -> Non
                     "source": "imitation", "epoch": epoch}, tmp)
 
 
+def ensemble(rows: list[dict], out: str | Path, cfg: ImitateConfig, members: int, log=print) -> Path:
+    """`members` policies trained with seeds cfg.seed, cfg.seed + 1, ... (each in out/member-K/) and
+    one policy file holding them all (out/checkpoint.pt, "members"), whose actions follow their mean
+    log-probabilities (`AgentPolicy.logits`).  Why: on ~150 programs, policies that differ only in
+    their seed went from 1.07x to 1.36x on the benchmarks (docs/results/pearl/imitation/)."""
+    out = Path(out)
+    paths = [imitate(rows, out / f"member-{k}", dataclasses.replace(cfg, seed=cfg.seed + k), log)
+             for k in range(members)]
+    kept = [torch.load(path, map_location="cpu", weights_only=False) for path in paths]
+    with atomic_target(out / "checkpoint.pt") as tmp:
+        torch.save({"members": [{"model": c["model"], "model_config": c["model_config"]} for c in kept],
+                    "config": asdict(cfg), "source": "imitation ensemble"}, tmp)
+    return out / "checkpoint.pt"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m llmopt.poly.agent.imitate", description=__doc__.split("\n")[0])
     p.add_argument("data", help="cost-model data folder (llmopt.poly.costmodel.data)")
     p.add_argument("--out", required=True, help="run folder: checkpoint.pt, log.csv, config.json")
+    p.add_argument("--members", type=int, default=1,
+                   help="train this many seeds and ship them as one ensemble policy (default 1: one policy)")
     for name, value in asdict(ImitateConfig()).items():
         p.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
     args = p.parse_args(argv)
@@ -249,7 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = load_rows(args.data)
     if not rows:
         raise UsageError(f"no rows in {args.data}")
-    print(f"policy: {imitate(rows, args.out, cfg)}")
+    if args.members < 1:
+        raise UsageError("--members must be at least 1")
+    path = imitate(rows, args.out, cfg) if args.members == 1 else ensemble(rows, args.out, cfg, args.members)
+    print(f"policy: {path}")
     return 0
 
 

@@ -8,7 +8,8 @@ policy's log-probabilities that returns up to k distinct finished schedules, mos
 for a caller that can afford to time k schedules and keep the fastest.
 
 `path` is a training checkpoint (`llmopt.poly.agent.train`) or any file with its "model" and
-"model_config" entries; the shipped policy is `DEFAULT_POLICY` (`llmopt/poly/data/agent.pt`).
+"model_config" entries, or an ensemble (`imitate --members N`: a "members" list of such entries),
+whose actions follow the mean of its members' log-probabilities; the shipped policy is `DEFAULT_POLICY` (`llmopt/poly/data/agent.pt`).
 
 `agent_search` is the agent as a search (`llmopt loops schedule --search agent`, the bench's agent
 column): the greedy schedule (or the policy's `candidates` best, `candidates > 1`), measured through
@@ -62,20 +63,30 @@ class AgentPolicy:
                               "`python -m llmopt.poly.agent.train RUN_DIR` (its checkpoint.pt is the policy)")
         torch.set_num_threads(1)
         ckpt = torch.load(self.path, map_location="cpu", weights_only=False)
-        self.model = ActorCritic(**ckpt["model_config"])
+        self.models = [self._member(m) for m in ckpt.get("members") or [ckpt]]
+        self.model = self.models[0]
+        self.max_steps = max_steps
+
+    def _member(self, ckpt: dict) -> ActorCritic:
+        model = ActorCritic(**ckpt["model_config"])
         try:
-            self.model.load_state_dict(ckpt["model"])
+            model.load_state_dict(ckpt["model"])
         except RuntimeError as err:  # a policy trained on another version of the state features
             raise PolicyError(f"{self.path} does not fit this version's state graph (retrain it, e.g. "
                               f"`python -m llmopt.poly.agent.imitate DATA --out RUN`): {str(err)[:200]}") from None
-        self.model.eval()
-        self.max_steps = max_steps
+        return model.eval()
+
+    def logits(self, batch) -> torch.Tensor:
+        """The policy's logits [B, 56]: one model's, or an ensemble's mean log-probabilities."""
+        if len(self.models) == 1:
+            return self.models[0](batch)[0]
+        return torch.stack([torch.log_softmax(m(batch)[0], -1) for m in self.models]).mean(0)
 
     @torch.no_grad()
     def log_probs(self, prog: Program, pos: Position, measurer: Measurer) -> np.ndarray:
         """Masked log-probabilities of the 56 actions at `pos` (-inf where masked). Shape [56]."""
         mask = torch.tensor(legal_mask(measurer.legality(prog), pos))[None]
-        logits, _ = self.model(Batch.from_data_list([graph(prog, pos)]))
+        logits = self.logits(Batch.from_data_list([graph(prog, pos)]))
         logp = distribution(logits, mask).logits[0].double().numpy()
         return np.where(mask[0].numpy(), logp, -np.inf)
 
@@ -88,7 +99,7 @@ class AgentPolicy:
         step instead of 55."""
         pos, legality = start(), measurer.legality(prog)
         for _ in range(self.max_steps):
-            logits, _ = self.model(Batch.from_data_list([graph(prog, pos)]))
+            logits = self.logits(Batch.from_data_list([graph(prog, pos)]))
             pos, done = advance(prog, pos, first_legal(legality, pos, torch.argsort(logits[0], descending=True)))
             if done:
                 break
