@@ -21,8 +21,17 @@ from llmopt.poly.agent.model import ActorCritic
 from llmopt.poly.agent.policy import AgentPolicy
 from llmopt.poly.agent.ppo import PPOConfig, collect, update, value_of
 from llmopt.poly.agent.pretrain import pretrain
-from llmopt.poly.agent.state import (COMP_FOCUS, COMP_WORK, EDGE_FEATURES, LOOP_COLUMNS, NODE_FEATURES, graph,
-                                     instances, squash, work)
+from llmopt.poly.agent.state import (
+    COMP_FOCUS,
+    COMP_WORK,
+    EDGE_FEATURES,
+    LOOP_COLUMNS,
+    NODE_FEATURES,
+    graph,
+    instances,
+    squash,
+    work,
+)
 from llmopt.poly.agent.train import TrainConfig, save_checkpoint, train
 from llmopt.poly.agent.walk import Position, advance, start
 from llmopt.poly.benchmarks import benchmark
