@@ -24,13 +24,12 @@ import argparse
 import json
 import math
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmopt.harness.cache import scratch_cache  # noqa: E402
-from llmopt.poly.agent.imitate import ImitateConfig, split  # noqa: E402
+from llmopt.poly.agent.imitate import ImitateConfig, split, teaching_programs  # noqa: E402
 from llmopt.poly.agent.policy import AgentPolicy  # noqa: E402
 from llmopt.poly.costmodel.data import load_rows  # noqa: E402
 from llmopt.poly.measure import Measurer  # noqa: E402
@@ -72,12 +71,8 @@ def main() -> int:
     p.add_argument("--parts", default="train,validation", help="which programs: train, validation or both")
     p.add_argument("--out", help="JSON results file")
     args = p.parse_args()
-    by_program: dict[str, list[dict]] = defaultdict(list)
-    for r in load_rows(args.data):
-        by_program[r["hash"]].append(r)
-    # the programs imitate() keeps (a best walk of at least min_gain), split as it splits them
-    kept = [h for h, rows in by_program.items() if max(r["speedup"] for r in rows) >= args.min_gain]
-    train, val = split(kept, args.validation, args.split_seed)
+    by_program = teaching_programs(load_rows(args.data), args.min_gain)  # imitate's programs, split as it does
+    train, val = split(list(by_program), args.validation, args.split_seed)
     config = json.loads((Path(args.data) / "config.json").read_text()) if Path(args.data).is_dir() else {}
     policy = AgentPolicy(args.policy)
     measurer = Measurer(scratch_cache(), repeats=config.get("repeats", 5), threads=config.get("threads", 2), quiet=0.15)

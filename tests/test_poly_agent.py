@@ -169,7 +169,7 @@ def test_checkpoint_round_trips_and_policy_schedule_is_legal_and_correct(measure
     policy = AgentPolicy(tmp_path / "ckpt.pt", max_steps=6)
     prog = benchmark("jacobi2d", small=True)
     batch = Batch.from_data_list([graph(prog, start())])
-    assert torch.allclose(policy.model(batch)[0], model(batch)[0])
+    assert torch.allclose(policy.models[0](batch)[0], model(batch)[0])
     sched = policy.schedule(prog, measurer)
     assert check(prog, sched)[0]
     assert measurer.measure(prog, sched)["ok"], "the emitted C matches the reference"
@@ -301,7 +301,7 @@ def test_imitation_learns_the_best_walk_and_ships_as_a_policy(measurer, tmp_path
     ckpt = imitate(rows, tmp_path / "run", cfg, log=None)
     policy = AgentPolicy(ckpt)
     assert policy.schedule(prog, measurer) == best
-    _, value = policy.model(Batch.from_data_list([graph(prog, start())]))
+    _, value = policy.models[0](Batch.from_data_list([graph(prog, start())]))
     assert abs(float(value) - math.log(3.0, 4)) < 0.25
     assert len(list(csv.DictReader((tmp_path / "run" / "log.csv").open()))) == 200
 

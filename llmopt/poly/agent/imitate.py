@@ -95,15 +95,18 @@ def walk_weights(speedups: list[float], temperature: float) -> np.ndarray:
     return w / w.sum()
 
 
-def demonstrations(rows: list[dict], temperature: float, min_gain: float = 1.0) -> dict[str, list[Step]]:
-    """{program hash: its weighted (state, action) steps} from cost-model rows (module docstring)."""
+def teaching_programs(rows: list[dict], min_gain: float = 1.0) -> dict[str, list[dict]]:
+    """{program hash: its rows} of the programs that teach: those whose best row reaches `min_gain`."""
     by_program: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by_program[r["hash"]].append(r)
+    return {h: walks for h, walks in by_program.items() if max(w["speedup"] for w in walks) >= min_gain}
+
+
+def demonstrations(rows: list[dict], temperature: float, min_gain: float = 1.0) -> dict[str, list[Step]]:
+    """{program hash: its weighted (state, action) steps} from cost-model rows (module docstring)."""
     out: dict[str, list[Step]] = {}
-    for h, walks in by_program.items():
-        if max(w["speedup"] for w in walks) < min_gain:
-            continue
+    for h, walks in teaching_programs(rows, min_gain).items():
         prog = program_from_dict(walks[0]["program"])
         weights = walk_weights([w["speedup"] for w in walks], temperature)
         best = int(np.argmax([w["speedup"] for w in walks]))
@@ -127,13 +130,8 @@ def tree_demonstrations(rows: list[dict], temperature: float, min_gain: float = 
 
     One Step per (position, measured action), weighted by the action's share of the position's
     softmax; a position where only one action was ever measured teaches nothing (no comparison)."""
-    by_program: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_program[r["hash"]].append(r)
     out: dict[str, list[Step]] = {}
-    for h, walks in by_program.items():
-        if max(w["speedup"] for w in walks) < min_gain:
-            continue
+    for h, walks in teaching_programs(rows, min_gain).items():
         prog = program_from_dict(walks[0]["program"])
         values: dict[tuple, dict[int, float]] = defaultdict(dict)  # action prefix -> {action: best speedup}
         for row in walks:

@@ -64,7 +64,6 @@ class AgentPolicy:
         torch.set_num_threads(1)
         ckpt = torch.load(self.path, map_location="cpu", weights_only=False)
         self.models = [self._member(m) for m in ckpt.get("members") or [ckpt]]
-        self.model = self.models[0]
         self.max_steps = max_steps
 
     def _member(self, ckpt: dict) -> ActorCritic:
