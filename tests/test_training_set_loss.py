@@ -86,6 +86,26 @@ def test_packed_members_score_as_separate_forward_passes():
     assert model.model.layers[0].self_attn.q_proj.weight.grad is not None
 
 
+def test_prompt_weight_adds_the_mean_next_token_loss_over_the_prompts():
+    model, tok = _model()
+    rows = [_row("a"), {**_row("b"), "ir": IR.replace("add i32 %a, 0", "mul i32 %a, %a\n  %c = sub i32 %b, 1")}]
+    examples, _ = encode_set_rows(rows, [[(O1, 1.0), (O2, 0.5)], [(GVN, 1.0)]], tok, 4096)
+    batch = collate_sets(examples, tok.pad_token_id)
+    plain = set_loss(model, batch).item()
+    with torch.no_grad():  # each prompt alone: next-token log-probs of its tokens 1..p-1
+        lps = []
+        for ex in examples:
+            p = ex["prompt_len"]
+            logits = model(input_ids=torch.tensor([ex["input_ids"][:p]])).logits[0].float().log_softmax(-1)
+            lps += [float(logits[j, ex["input_ids"][j + 1]]) for j in range(p - 1)]
+    expected = plain + 0.25 * -sum(lps) / len(lps)
+    assert set_loss(model, batch, prompt_weight=0.25).item() == pytest.approx(expected, rel=1e-4)
+    with pytest.raises(ValueError, match="set loss"):
+        from training.config import config_from_dict
+
+        config_from_dict({"prompt_loss_weight": 0.1, "with_ir": False})
+
+
 def test_saving_weighting_scales_each_function_by_its_best_saving():
     rows = [_row("a", best=10, oz=14), _row("b", best=13, oz=14), _row("c", best=14, oz=14)]
     assert function_weights(rows, "function") == [1.0, 1.0, 1.0]
@@ -161,8 +181,8 @@ def test_training_with_the_set_loss_runs_and_needs_the_matrix(data, tmp_path):
     shutil.copytree(data, d)
     values = dict(data_dir=str(d), out_dir=str(tmp_path / "run"), model_overrides=SMALL, tokenizer_vocab_size=600,
                   context_length=1536, batch_size=4, max_steps=4, lr=3e-3, warmup_steps=1, log_interval=2,
-                  checkpoint_interval=4, eval_interval=0, val_functions=0, with_ir=False,
-                  target_policy="beyond_oz", set_members=4, seed=0)
+                  checkpoint_interval=4, eval_interval=2, val_functions=0, with_ir=False,
+                  target_policy="beyond_oz", set_members=4, seed=0, prompt_loss_weight=0.1)
     with pytest.raises(FileNotFoundError, match="list_matrix"):
         train(config_from_dict(values), progress=False)
     (d / "work").mkdir(exist_ok=True)
@@ -172,5 +192,12 @@ def test_training_with_the_set_loss_runs_and_needs_the_matrix(data, tmp_path):
     model_dir = train(config_from_dict(values), progress=False)
     meta = json.loads((model_dir / "llmopt.json").read_text())
     assert meta["extra"]["set_members"] == 4 and meta["extra"]["steps"] == 4
+    assert meta["extra"]["prompt_loss_weight"] == 0.1
+    # the validation loss is the set loss over the validation functions' stored good lists
+    import csv
+
+    val = list(csv.DictReader((tmp_path / "run" / "validation_log.csv").open()))
+    assert [int(r["step"]) for r in val] == [2, 4] and all(0 < float(r["val_loss"]) < 20 for r in val)
+    assert (tmp_path / "run" / "best" / "model.safetensors").exists()
     with pytest.raises(ValueError, match="set_members"):
         config_from_dict({**values, "set_members": 2, "with_ir": True, "target_policy": "best"})

@@ -33,6 +33,16 @@ def test_lr_schedule():
     cfg = config_from_dict({"lr": 1.0, "warmup_steps": 10, "max_steps": 110})
     assert lr_at(0, cfg) == pytest.approx(0.1) and lr_at(9, cfg) == pytest.approx(1.0)
     assert lr_at(60, cfg) == pytest.approx(0.55) and lr_at(110, cfg) == pytest.approx(0.1)
+    # "minutes": the cosine ends at max_minutes of wall-clock time when that comes before max_steps
+    timed = config_from_dict({"lr": 1.0, "warmup_steps": 10, "max_steps": 110, "max_minutes": 2,
+                              "lr_schedule": "minutes"})
+    assert lr_at(20, timed, 0.0) == pytest.approx(lr_at(20, cfg))  # the step count is still a cap
+    assert lr_at(20, timed, 60.0) == pytest.approx(0.55) and lr_at(20, timed, 200.0) == pytest.approx(0.1)
+    assert lr_at(5, timed, 200.0) == pytest.approx(0.6)  # warm-up is in steps either way
+    with pytest.raises(ValueError, match="max_minutes"):
+        config_from_dict({"lr_schedule": "minutes"})
+    with pytest.raises(ValueError, match="lr_schedule"):
+        config_from_dict({"lr_schedule": "epochs", "max_minutes": 1})
 
 
 def test_answer_loss_is_the_models_loss_on_the_answer_tokens():

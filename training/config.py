@@ -35,6 +35,8 @@ class TrainConfig:
     keep_unimproved: float = 1.0          # fraction of the train rows whose best is -Oz's count that are kept
     set_members: int = 0                  # > 0: teach up to this many good lists per function with the set loss
                                           # (training/set_loss.py; needs DATA/lists-train.json.gz); 0: one label
+    prompt_loss_weight: float = 0.0       # set loss: + this x the next-token loss over the prompt's IR (an
+                                          # auxiliary task; set_loss.prompt_lm_loss); 0: answer tokens only
     set_weighting: str = "function"       # set loss: "function" (every function alike), "saving" (each function by
                                           # the instructions its best list saves over -Oz, as the metric counts), or
                                           # "sqrt_saving" (in between)
@@ -53,6 +55,8 @@ class TrainConfig:
     max_steps: int = 2000
     max_minutes: float = 0                # wall-clock cap of one train() call, set-up included (0 = none):
                                           # stops like max_steps (checkpoint, export); the GPU machine's 10-min calls
+    lr_schedule: str = "steps"            # "steps": cosine to max_steps; "minutes": cosine to whichever comes first,
+                                          # max_steps or max_minutes (a one-call GPU run whose step rate is unknown)
     lr: float = 1e-3
     min_lr_ratio: float = 0.1
     warmup_steps: int = 100
@@ -81,6 +85,14 @@ class TrainConfig:
             raise ValueError(f"keep_unimproved must be in (0, 1], got {self.keep_unimproved}")
         if self.max_minutes < 0:
             raise ValueError(f"max_minutes must be >= 0 (0 = no cap), got {self.max_minutes}")
+        if self.lr_schedule not in ("steps", "minutes"):
+            raise ValueError(f"lr_schedule must be 'steps' or 'minutes', got {self.lr_schedule!r}")
+        if self.lr_schedule == "minutes" and self.max_minutes <= 0:
+            raise ValueError("lr_schedule='minutes' needs max_minutes > 0 (the time the cosine decays over)")
+        if self.prompt_loss_weight < 0:
+            raise ValueError(f"prompt_loss_weight must be >= 0, got {self.prompt_loss_weight}")
+        if self.prompt_loss_weight > 0 and not self.set_members:
+            raise ValueError("prompt_loss_weight needs the set loss (set_members > 0)")
         if self.set_members < 0:
             raise ValueError(f"set_members must be >= 0 (0 = one label per function), got {self.set_members}")
         if self.set_weighting not in SET_WEIGHTINGS:

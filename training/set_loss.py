@@ -180,25 +180,44 @@ def collate_sets(examples: Sequence[dict[str, Any]], pad_id: int) -> dict[str, t
             "at_pos": torch.tensor(at_pos), "at_tok": torch.tensor(at_tok), "at_member": torch.tensor(at_member),
             "ce_pos": torch.tensor(ce_pos, dtype=torch.long), "ce_tok": torch.tensor(ce_tok, dtype=torch.long),
             "member_fn": torch.tensor(member_fn), "member_logw": torch.tensor(member_logw),
-            "fn_weight": torch.tensor(fn_weight),
+            "fn_weight": torch.tensor(fn_weight), "prompt_len": torch.tensor([e["prompt_len"] for e in examples]),
             "answer_tokens": torch.tensor(answer_tokens)}
 
 
-def set_loss(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+def set_loss(model: Any, batch: dict[str, torch.Tensor], prompt_weight: float = 0.0) -> torch.Tensor:
     """(sum over functions of W(f) * -log sum_l w p(l|f)  +  the counts' cross-entropy) / answer tokens:
-    per-token scale, so the learning rates of `answer_loss` carry over (W: `function_weights`, 1 by default)."""
+    per-token scale, so the learning rates of `answer_loss` carry over (W: `function_weights`, 1 by default).
+    `prompt_weight` > 0 adds that times the mean next-token cross-entropy over the prompts' IR
+    (`prompt_lm_loss`)."""
     hidden = model.get_decoder()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                                  position_ids=batch["position_ids"]).last_hidden_state
     flat = hidden.reshape(-1, hidden.shape[-1])
     head = model.get_output_embeddings()
+    aux = prompt_weight * prompt_lm_loss(head, hidden, batch) if prompt_weight > 0 else 0.0
     lp = torch.log_softmax(head(flat[batch["at_pos"]]).float(), dim=-1)
     token_lp = lp.gather(1, batch["at_tok"][:, None])[:, 0]
     n_members = batch["member_fn"].numel()
-    member_lp = torch.zeros(n_members, dtype=token_lp.dtype).index_add(0, batch["at_member"], token_lp)
+    member_lp = torch.zeros(n_members, dtype=token_lp.dtype, device=token_lp.device).index_add(
+        0, batch["at_member"], token_lp)
     scores = member_lp + batch["member_logw"].to(member_lp.dtype)
     n_fn = int(batch["member_fn"].max()) + 1
     total = sum(-torch.logsumexp(scores[batch["member_fn"] == b], dim=0) * batch["fn_weight"][b] for b in range(n_fn))
     if batch["ce_pos"].numel():
         logits = head(flat[batch["ce_pos"]]).float()
         total = total + torch.nn.functional.cross_entropy(logits, batch["ce_tok"], reduction="sum")
-    return total / batch["answer_tokens"].clamp(min=1)
+    return total / batch["answer_tokens"].clamp(min=1) + aux
+
+
+def prompt_lm_loss(head: Any, hidden: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Mean next-token cross-entropy over the prompt (the unoptimized IR), an auxiliary task.
+
+    Why: the answer is ~30 tokens of a ~1,000-token example, so with a few thousand functions the
+    answer-only loss alone says little about what in the IR matters; modelling the IR itself makes
+    every prompt token teach (the role the thesis gives to generating the optimized IR, which the set
+    loss cannot use: the dataset holds the optimized IR of the best list only)."""
+    ids, prompt_len = batch["input_ids"], batch["prompt_len"]
+    width = ids.shape[1]
+    # position j predicts token j + 1, for every j + 1 inside the prompt
+    keep = torch.arange(width - 1, device=ids.device)[None, :] < (prompt_len[:, None] - 1)
+    logits = head(hidden[:, :-1][keep]).float()
+    return torch.nn.functional.cross_entropy(logits, ids[:, 1:][keep])

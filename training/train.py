@@ -40,18 +40,21 @@ from training.set_loss import collate_sets, encode_set_rows, function_weights, s
 from training.targets import choose_targets, keep_unimproved
 from training.validation import MeasureFn, ValidationCallback, harness_measure
 
-VAL_LOSS_EXAMPLES = 64
+VAL_LOSS_EXAMPLES = 128
 TRAIN_COLUMNS = ["step", "epoch", "tokens", "loss", "lr", "tokens_per_s", "elapsed_s"]
 VAL_COLUMNS = ["step", "tokens", "val_loss", "improvement_over_oz", "autotuner_improvement", "valid_pass_lists",
                "counts_present", "instcount_input_mape", "instcount_output_mape", "ir_parses", "ir_exact_match",
                "ir_bleu"]
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up to `lr`, then cosine decay to `lr * min_lr_ratio` at `max_steps`."""
+def lr_at(step: int, cfg: TrainConfig, elapsed_s: float = 0.0) -> float:
+    """Linear warm-up to `lr`, then cosine decay to `lr * min_lr_ratio` at `max_steps` (with
+    `lr_schedule="minutes"`, or at `max_minutes` of wall-clock time `elapsed_s` if that comes first)."""
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps))
+    if cfg.lr_schedule == "minutes":
+        progress = max(progress, min(1.0, elapsed_s / (cfg.max_minutes * 60)))
     min_lr = cfg.lr * cfg.min_lr_ratio
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - min_lr)
 
@@ -123,24 +126,28 @@ def export_model(model: Any, tokenizer: Any, meta: ModelMeta, directory: Path) -
 def answer_loss(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """Mean cross-entropy over the answer tokens (labels != -100), as `model(**batch).loss`, but with
     logits only where a label is: the prompt's ~1,000 positions would each cost a vocabulary-wide
-    projection and softmax for nothing (1.6x faster steps on the v3 data, tiny preset)."""
+    projection and softmax for nothing (1.6x faster steps on the v3 data, tiny preset).  The decoder and
+    the head are called directly: `logits_to_keep` takes a boolean mask only in some transformers versions."""
     labels = batch["labels"]
-    keep = torch.zeros_like(labels, dtype=torch.bool)
-    keep[:, :-1] = labels[:, 1:] != -100  # position i predicts token i + 1
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=keep).logits
-    return torch.nn.functional.cross_entropy(logits.float(), labels[:, 1:][keep[:, :-1]])
+    keep = labels[:, 1:] != -100  # position i predicts token i + 1
+    hidden = model.get_decoder()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    logits = model.get_output_embeddings()(hidden[:, :-1][keep])
+    return torch.nn.functional.cross_entropy(logits.float(), labels[:, 1:][keep])
 
 
 @torch.no_grad()
-def validation_loss(model: Any, examples: list[dict[str, list[int]]], pad_id: int, batch_size: int) -> float:
+def validation_loss(model: Any, examples: list[dict[str, Any]], pad_id: int, batch_size: int) -> float:
+    """The training loss (answer or set loss, by the examples' kind) per answer token over `examples`."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
+    sets = bool(examples) and "members" in examples[0]
     total, count = 0.0, 0
     for start in range(0, len(examples), batch_size):
-        batch = {k: v.to(device) for k, v in collate(examples[start:start + batch_size], pad_id).items()}
-        n = int((batch["labels"][:, 1:] != -100).sum())
-        total += float(answer_loss(model, batch)) * n
+        chunk = examples[start:start + batch_size]
+        batch = {k: v.to(device) for k, v in (collate_sets(chunk, pad_id) if sets else collate(chunk, pad_id)).items()}
+        n = int(batch["answer_tokens"]) if sets else int((batch["labels"][:, 1:] != -100).sum())
+        total += float(set_loss(model, batch) if sets else answer_loss(model, batch)) * n
         count += n
     model.train(was_training)
     return total / max(count, 1)
@@ -190,6 +197,20 @@ def _encode_train(cfg: TrainConfig, rows: list[dict[str, Any]], tokenizer: Any) 
                                 f"`python -m data_pipeline.list_matrix {cfg.data_dir}`")
     sets = target_sets(rows, [t[0] for t in targets], matrix, cfg.set_members)
     return encode_set_rows(rows, sets, tokenizer, cfg.context_length, function_weights(rows, cfg.set_weighting))
+
+
+def _encode_validation(cfg: TrainConfig, rows: list[dict[str, Any]], tokenizer: Any) -> list[dict[str, Any]]:
+    """The validation loss's examples, taught as training teaches: the same share of unimproved functions
+    (else ~85% of them would measure how likely `default<Oz>` is, which the set loss deliberately
+    unlearns), the same label policy, and the set loss over each function's stored good lists."""
+    rows = keep_unimproved(rows, cfg.keep_unimproved, cfg.seed)[:VAL_LOSS_EXAMPLES]
+    if not rows:
+        return []
+    targets = choose_targets(rows, cfg.target_policy) if not cfg.with_ir else None
+    if not cfg.set_members:
+        return encode_rows(rows, tokenizer, cfg.context_length, with_ir=cfg.with_ir, targets=targets)[0]
+    sets = target_sets(rows, [t[0] for t in targets], None, cfg.set_members)
+    return encode_set_rows(rows, sets, tokenizer, cfg.context_length, function_weights(rows, cfg.set_weighting))[0]
 
 
 def _model_and_tokenizer(cfg: TrainConfig, rows: list[dict[str, Any]], passes: list[str], llvm_version: int | None,
@@ -245,8 +266,7 @@ class _Trainer:
         train_rows, val_rows, llvm_version, passes = _load_data(cfg)
         model, self.tokenizer = _model_and_tokenizer(cfg, train_rows, passes, llvm_version, self.out)
         self.examples, skipped = _encode_train(cfg, train_rows, self.tokenizer)
-        self.val_examples, _ = encode_rows(val_rows[:VAL_LOSS_EXAMPLES], self.tokenizer, cfg.context_length,
-                                           with_ir=cfg.with_ir)
+        self.val_examples = _encode_validation(cfg, val_rows, self.tokenizer)
         self.n_params = sum(p.numel() for p in model.parameters())
         if self.main:
             print(f"{len(self.examples)} training examples ({skipped} longer than {cfg.context_length} tokens "
@@ -297,7 +317,7 @@ class _Trainer:
                         "training_tokens": self.state["tokens"], "context_length": cfg.context_length,
                         "data_dir": str(cfg.data_dir), "train_examples": len(self.examples),
                         "target_policy": cfg.target_policy, "set_members": cfg.set_members,
-                        "set_weighting": cfg.set_weighting,
+                        "set_weighting": cfg.set_weighting, "prompt_loss_weight": cfg.prompt_loss_weight,
                         "stop_reason": self.stop_reason, **extra})
         return m
 
@@ -344,11 +364,11 @@ class _Trainer:
             # Sync gradients across processes only on the last micro-batch.
             sync = accelerator.no_sync(model) if micro < cfg.grad_accum - 1 else nullcontext()
             with sync:
-                if cfg.set_members:  # calls the decoder itself: accelerate's autocast wraps only forward()
-                    with accelerator.autocast():
-                        loss = set_loss(model, batch) / cfg.grad_accum
-                else:
-                    loss = answer_loss(model, batch) / cfg.grad_accum
+                with accelerator.autocast():  # both call the decoder itself: accelerate's autocast wraps only forward()
+                    if cfg.set_members:
+                        loss = set_loss(model, batch, cfg.prompt_loss_weight) / cfg.grad_accum
+                    else:
+                        loss = answer_loss(model, batch) / cfg.grad_accum
                 accelerator.backward(loss)
             loss_sum += loss.item()
             n_tokens = sum(e.get("length", len(e["input_ids"])) for e in chosen) * world  # set members too
@@ -392,7 +412,7 @@ class _Trainer:
         self.stop_reason = "max_steps" if state["step"] >= cfg.max_steps else None  # else at least one step
         while self.stop_reason is None:
             t_step = time.time()
-            lr = lr_at(state["step"], cfg)
+            lr = lr_at(state["step"], cfg, time.time() - self.started)
             loss_sum, tokens = self._step(schedule, lr)
             tokens_log += tokens
             busy += time.time() - t_step
