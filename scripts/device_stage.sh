@@ -6,6 +6,7 @@
 #   scripts/device_stage.sh stage [DATA_DIR]   # DATA_DIR defaults to data/llmopt-v3
 #   ... device run, carry [".device"]: scripts/device_train.sh trains, exports and packs into $OUT, e.g.
 #       run(command="MINUTES=8 scripts/device_train.sh training/configs/v3-base.json", carry=[".device"])
+#   ... or several runs side by side: training/device_plan.py (its docstring)
 #   scripts/device_fetch.sh FILES_AT runs/v3-base-gpu/model   # here: join, check, unpack
 #   scripts/device_stage.sh restore            # put the moved folders back (always run it)
 #
@@ -16,7 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 STASH="${LLMOPT_DEVICE_STASH:-/tmp/llmopt-device-stash}"
 # Tracked folders that training on the device does not need, largest first.
-BULKY=(data/llmopt-v3/work llmopt/model/default data/llmopt-csmith-pypi/work data/llmopt-pypi-v2/work)
+BULKY=(docs/results data/llmopt-v3/work llmopt/model/default llmopt/poly/data data/llmopt-csmith-pypi/work
+       data/llmopt-pypi-v2/work)
 
 stage() {
   local data="${1:-data/llmopt-v3}"
@@ -28,6 +30,10 @@ stage() {
   cp "$data"/{train,validation,test}.parquet "$data/README.md" .device/data/
   # The good lists of every train function: what the set loss (set_members > 0) reads.
   for f in "$data"/lists-*.json.gz; do if [[ -e "$f" ]]; then cp "$f" .device/data/; fi; done
+  # The shipped model (before it is moved aside): its tokenizer, and the start of fine-tuning runs.
+  if [[ -f llmopt/model/default/model.safetensors ]]; then
+    rm -rf .device/init && cp -r llmopt/model/default .device/init
+  fi
   mkdir -p "$STASH"
   for dir in "${BULKY[@]}"; do
     if [[ -e "$dir" && ! -e "$STASH/$dir" ]]; then
@@ -49,12 +55,12 @@ print(sum(os.path.getsize(p) for p in sys.stdin.read().split("\0") if p and os.p
 
 restore() {
   [[ -d "$STASH" ]] || { echo "nothing staged"; return; }
-  (cd "$STASH" && find . -mindepth 1 -maxdepth 3 \( -name '*.parquet' -o -path './*/*/work' -o -path './llmopt/model/default' \) -print) |
-    while read -r rel; do
-      rel="${rel#./}"
-      mkdir -p "$(dirname "$rel")"
-      [[ -e "$rel" ]] || mv "$STASH/$rel" "$rel"
-    done
+  local rel
+  for rel in "${BULKY[@]}" $(cd "$STASH" && find . -mindepth 1 -maxdepth 3 -name '*.parquet' -printf '%P\n'); do
+    [[ -e "$STASH/$rel" ]] || continue
+    mkdir -p "$(dirname "$rel")"
+    [[ -e "$rel" ]] || mv "$STASH/$rel" "$rel"
+  done
   git status --short | grep -v '^??' | head -5 || true
   echo "restored"
 }
