@@ -2,6 +2,7 @@
 """Training curve of a run (train_log.csv + validation_log.csv) as a PNG and a Markdown table.
 
     python scripts/plot_training.py runs/default --out docs/results/training
+    python scripts/plot_training.py runs/gpu-v3-set/* --out DIR     # several runs: one overlay, one table
 """
 
 from __future__ import annotations
@@ -20,9 +21,13 @@ def read_csv(path: Path) -> list[dict[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", type=Path)
+    parser.add_argument("run", type=Path, nargs="+")
     parser.add_argument("--out", type=Path, default=Path("docs/results/training"))
     args = parser.parse_args()
+    if len(args.run) > 1:
+        compare(args.run, args.out)
+        return
+    args.run = args.run[0]
     train, val = read_csv(args.run / "train_log.csv"), read_csv(args.run / "validation_log.csv")
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -60,6 +65,39 @@ def main() -> None:
                      f"| {r['ir_bleu']:.3f} |")
     (args.out / "validation.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}/training_curve.png and validation.md")
+
+
+def compare(runs: list[Path], out: Path) -> None:
+    """Train and validation loss of several runs against their tokens, and a table of each run's end."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    lines = ["| run | steps | epochs | training tokens (M) | last train loss | best val loss (step) | last val loss |",
+             "|---|---|---|---|---|---|---|"]
+    for run in runs:
+        train, val = read_csv(run / "train_log.csv"), read_csv(run / "validation_log.csv")
+        if not train:
+            continue
+        ax1.plot([r["tokens"] / 1e6 for r in train], [r["loss"] for r in train], lw=0.8, label=run.name)
+        if val:
+            ax2.plot([r["tokens"] / 1e6 for r in val], [r["val_loss"] for r in val], "o-", ms=3, label=run.name)
+        best = min(val, key=lambda r: r["val_loss"]) if val else None
+        lines.append(f"| {run.name} | {train[-1]['step']:.0f} | {train[-1]['epoch']:.2f} | {train[-1]['tokens'] / 1e6:.1f} "
+                     f"| {train[-1]['loss']:.3f} | " + (f"{best['val_loss']:.3f} ({best['step']:.0f}) | "
+                                                        f"{val[-1]['val_loss']:.3f} |" if best else "| |"))
+    for ax, title in ((ax1, "train loss"), (ax2, "validation loss (the training loss on held-out functions)")):
+        ax.set_xlabel("training tokens (M)")
+        ax.set_title(title, fontsize=9)
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "runs_comparison.png", dpi=110)
+    (out / "runs.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}/runs_comparison.png and runs.md")
 
 
 if __name__ == "__main__":
