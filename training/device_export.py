@@ -35,15 +35,20 @@ def to_bf16(directory: Path) -> None:
     config_path.write_text(json.dumps(config, indent=2) + "\n")
 
 
+def copy_bf16(source: Path, target: Path) -> None:
+    """The shipped files of the model in `source` copied to a new `target`, weights in bfloat16."""
+    target.mkdir(parents=True)
+    for name in SHIPPED:
+        if (source / name).exists():
+            shutil.copy2(source / name, target / name)
+    to_bf16(target)
+
+
 def export_final_bf16(run: Path, data_dir: str, target: Path, command: str) -> Path:
     """`run`/model (the final model, not best/) -> `target` as bf16 with a model card (no package size cap)."""
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "model"
-        source.mkdir()
-        for name in SHIPPED:
-            if (run / "model" / name).exists():
-                shutil.copy2(run / "model" / name, source / name)
-        to_bf16(source)
+        copy_bf16(run / "model", source)
         return export_default(run, data_dir, command, target, source=source, max_bytes=None)
 
 

@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from training.device_export import copy_bf16
+
 PART_BYTES = 15 * 2**20
 PACK_LIMIT = 60 * 2**20  # under the tool's 64 MiB, with room for the checksum file
 LOGS = ("train_log.csv", "validation_log.csv", "train_config.json", "stdout.log")
@@ -71,9 +73,9 @@ def train_all(plan: dict[str, Any], data: str, root: Path) -> dict[str, int | No
         out.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
         log = (out / "stdout.log").open("w")
-        procs[run["name"]] = (subprocess.Popen(_command(run, data, out, minutes), stdout=log,
-                                               stderr=subprocess.STDOUT, env=env), log)
-        print(f"started {run['name']}: {' '.join(_command(run, data, out, minutes)[3:])}", flush=True)
+        command = _command(run, data, out, minutes)
+        procs[run["name"]] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env), log)
+        print(f"started {run['name']}: {' '.join(command[3:])}", flush=True)
     deadline = time.time() + minutes * 60 + 60
     codes: dict[str, int | None] = {}
     for name, (proc, log) in procs.items():
@@ -86,17 +88,6 @@ def train_all(plan: dict[str, Any], data: str, root: Path) -> dict[str, int | No
         log.close()
         print(f"{name}: exit {codes[name]}", flush=True)
     return codes
-
-
-def _bf16_copy(source: Path, target: Path) -> None:
-    from training.default_model import SHIPPED
-    from training.device_export import to_bf16
-
-    target.mkdir(parents=True)
-    for name in SHIPPED:
-        if (source / name).exists():
-            shutil.copy2(source / name, target / name)
-    to_bf16(target)
 
 
 def collect(plan: dict[str, Any], root: Path, stage: Path) -> list[str]:
@@ -117,7 +108,7 @@ def collect(plan: dict[str, Any], root: Path, stage: Path) -> list[str]:
         if not (source / "model.safetensors").exists():
             continue
         target = stage / name / kind
-        _bf16_copy(source, target)
+        copy_bf16(source, target)
         size = sum(f.stat().st_size for f in target.iterdir())
         if used + size > PACK_LIMIT:
             shutil.rmtree(target)
