@@ -32,9 +32,26 @@ def output_path(data_dir: str | Path, split: str) -> Path:
 
 
 def load_matrix(data_dir: str | Path, split: str = "train") -> dict[str, Any] | None:
-    """The saved matrix (see the module docstring), or None when it was never built."""
-    path = output_path(data_dir, split)
-    return read_shard(path) if path.exists() else None
+    """The saved matrix (see the module docstring), or None when it was never built.
+
+    `data_dir` may be a training mix (`A,B`, as `read_rows` reads it): the matrices of its parts are
+    merged, each part's list indices mapped onto one list of lists; None when a part has none."""
+    parts = [part for part in str(data_dir).split(",") if part]
+    matrices = []
+    for part in parts:
+        path = output_path(part, split)
+        if not path.exists():
+            return None
+        matrices.append(read_shard(path))
+    if len(matrices) == 1:
+        return matrices[0]
+    index: dict[tuple[str, ...], int] = {}  # insertion order = the merged list order
+    rows: dict[str, Any] = {}
+    for matrix in matrices:
+        remap = [index.setdefault(tuple(ls), len(index)) for ls in matrix["lists"]]
+        for h, entry in matrix["rows"].items():
+            rows.setdefault(h, {"oz": entry["oz"], "hits": [[remap[j], c] for j, c in entry["hits"]]})
+    return {"lists": [list(ls) for ls in index], "rows": rows}
 
 
 def measure_chunk(rows: list[dict[str, Any]], lists: list[list[str]], harness: Any) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 # untracked-not-ignored files, at most 64 MiB together), and put what training needs in `.device/`
 # (ignored; name it in the call's `carry`).
 #
-#   scripts/device_stage.sh stage [DATA_DIR]   # DATA_DIR defaults to data/llmopt-v3
+#   scripts/device_stage.sh stage [DATA_DIR [MORE_DIR ...]]   # DATA_DIR defaults to data/llmopt-v3;
+#       MORE_DIRs (train-only extensions, data_pipeline/extend.py) go to .device/data2, ...: train on the
+#       mix with `device_plan run PLAN --data .device/data,.device/data2`
 #   ... device run, carry [".device"]: scripts/device_train.sh trains, exports and packs into $OUT, e.g.
 #       run(command="MINUTES=8 scripts/device_train.sh training/configs/v3-base.json", carry=[".device"])
 #   ... or several runs side by side: training/device_plan.py (its docstring)
@@ -30,6 +32,13 @@ stage() {
   cp "$data"/{train,validation,test}.parquet "$data/README.md" .device/data/
   # The good lists of every train function: what the set loss (set_members > 0) reads.
   for f in "$data"/lists-*.json.gz; do if [[ -e "$f" ]]; then cp "$f" .device/data/; fi; done
+  local n=2 more mix=.device/data
+  for more in "${@:2}"; do
+    rm -rf ".device/data$n" && mkdir -p ".device/data$n"
+    cp "$more"/*.parquet ".device/data$n/"
+    for f in "$more"/lists-*.json.gz "$more/README.md"; do if [[ -e "$f" ]]; then cp "$f" ".device/data$n/"; fi; done
+    mix="$mix,.device/data$n"; n=$((n + 1))
+  done
   # The shipped model (before it is moved aside): its tokenizer, and the start of fine-tuning runs.
   if [[ -f llmopt/model/default/model.safetensors ]]; then
     rm -rf .device/init && cp -r llmopt/model/default .device/init
@@ -50,7 +59,7 @@ stage() {
 import os, sys
 print(sum(os.path.getsize(p) for p in sys.stdin.read().split("\0") if p and os.path.isfile(p)))')
   echo "staged: the tree that travels is $((travels / 1048576)) MiB (+ .device: $(du -sm .device | cut -f1) MiB);" \
-       "run scripts/device_stage.sh restore afterwards"
+       "data: --data $mix; run scripts/device_stage.sh restore afterwards"
 }
 
 restore() {
@@ -68,5 +77,5 @@ restore() {
 case "${1:-}" in
   stage) shift; stage "$@" ;;
   restore) restore ;;
-  *) echo "usage: $0 stage [DATA_DIR] | restore" >&2; exit 2 ;;
+  *) echo "usage: $0 stage [DATA_DIR [MORE_DIR ...]] | restore" >&2; exit 2 ;;
 esac

@@ -193,8 +193,9 @@ def _encode_train(cfg: TrainConfig, rows: list[dict[str, Any]], tokenizer: Any) 
 
     matrix = load_matrix(cfg.data_dir, "train")
     if matrix is None:
-        raise FileNotFoundError(f"set_members needs {output_path(cfg.data_dir, 'train')}: build it with "
-                                f"`python -m data_pipeline.list_matrix {cfg.data_dir}`")
+        missing = [part for part in cfg.data_dir.split(",") if part and not output_path(part, "train").exists()]
+        raise FileNotFoundError(f"set_members needs {output_path(missing[0], 'train')}: build it with "
+                                f"`python -m data_pipeline.list_matrix {missing[0]}`")
     sets = target_sets(rows, [t[0] for t in targets], matrix, cfg.set_members)
     return encode_set_rows(rows, sets, tokenizer, cfg.context_length, function_weights(rows, cfg.set_weighting))
 
