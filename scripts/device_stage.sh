@@ -39,9 +39,12 @@ stage() {
     for f in "$more"/lists-*.json.gz "$more/README.md"; do if [[ -e "$f" ]]; then cp "$f" ".device/data$n/"; fi; done
     mix="$mix,.device/data$n"; n=$((n + 1))
   done
-  # The shipped model (before it is moved aside): its tokenizer, and the start of fine-tuning runs.
+  # The shipped model (before it is moved aside): its tokenizer, and the start of fine-tuning runs; its
+  # weights in bfloat16 (half the carry; the GPU runs train in bf16 autocast anyway).
   if [[ -f llmopt/model/default/model.safetensors ]]; then
-    rm -rf .device/init && cp -r llmopt/model/default .device/init
+    rm -rf .device/init
+    python3 -c 'import sys; from pathlib import Path; from training.device_export import copy_bf16
+copy_bf16(Path(sys.argv[1]), Path(sys.argv[2]))' llmopt/model/default .device/init
   fi
   mkdir -p "$STASH"
   for dir in "${BULKY[@]}"; do

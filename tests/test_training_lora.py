@@ -55,3 +55,18 @@ def test_lora_finetune_foreign_checkpoint(data, tmp_path):
     passes = load_meta(final).passes
     assert passes == vocabulary() and len(pass_token_ids(tok, passes)) == len(passes)
     assert model.get_input_embeddings().weight.shape[0] == len(tok)
+
+
+def test_init_from_a_bf16_checkpoint_trains_float32_weights(tmp_path):
+    """GPU exports are bf16 (training/device_export.py); fine-tuning one must not train in pure bf16."""
+    from llmopt.model import default_model_dir, load_tokenizer
+    from training.train import build_model
+
+    tok = load_tokenizer(default_model_dir())
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64)
+    LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(str(tmp_path / "bf16"))
+    cfg = config_from_dict(dict(data_dir="unused", out_dir=str(tmp_path / "run"), init_from=str(tmp_path / "bf16")))
+    model, _ = build_model(cfg, vocabulary(), tok, tmp_path / "run")
+    assert {p.dtype for p in model.parameters()} == {torch.float32}

@@ -95,7 +95,9 @@ def build_model(cfg: TrainConfig, passes: list[str], tokenizer: Any | None, out:
         config = llama_config(cfg.model_preset, len(tokenizer), tokenizer,
                               **{"max_position_embeddings": cfg.context_length, **cfg.model_overrides})
         return LlamaForCausalLM(config), tokenizer
-    model = AutoModelForCausalLM.from_pretrained(cfg.init_from)
+    # Float32 master weights whatever the checkpoint holds: a bf16 export (device_export, the carried
+    # init of GPU runs) would otherwise load, and train, in pure bf16.
+    model = AutoModelForCausalLM.from_pretrained(cfg.init_from, dtype=torch.float32)
     added = 0
     if tokenizer is None:  # a foreign checkpoint: its own tokenizer plus llmopt's tokens
         tokenizer = AutoTokenizer.from_pretrained(cfg.init_from)
