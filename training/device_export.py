@@ -18,20 +18,22 @@ from pathlib import Path
 from training.default_model import SHIPPED, export_default
 
 
-def to_bf16(directory: Path) -> None:
-    """Rewrite `directory`/model.safetensors with its floating-point tensors in bfloat16; config.json says so."""
+def cast_weights(directory: Path, dtype: str) -> None:
+    """Rewrite `directory`/model.safetensors with its floating-point tensors in `dtype` ("bfloat16" to carry a
+    model back from the GPU machine, "float32" to ship one: the CPU engine computes in the weights' dtype)."""
     import torch
     from safetensors.torch import load_file, save_file
 
     weights = directory / "model.safetensors"
-    state = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v).contiguous()
+    target = getattr(torch, dtype)
+    state = {k: (v.to(target) if v.is_floating_point() else v).contiguous()
              for k, v in load_file(str(weights)).items()}
     save_file(state, str(weights), metadata={"format": "pt"})
     config_path = directory / "config.json"
     config = json.loads(config_path.read_text())
     for key in ("torch_dtype", "dtype"):
         if key in config:
-            config[key] = "bfloat16"
+            config[key] = dtype
     config_path.write_text(json.dumps(config, indent=2) + "\n")
 
 
@@ -41,7 +43,7 @@ def copy_bf16(source: Path, target: Path) -> None:
     for name in SHIPPED:
         if (source / name).exists():
             shutil.copy2(source / name, target / name)
-    to_bf16(target)
+    cast_weights(target, "bfloat16")
 
 
 def export_final_bf16(run: Path, data_dir: str, target: Path, command: str) -> Path:
