@@ -24,6 +24,7 @@ import random
 import shutil
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from data_pipeline.card import render_card
@@ -45,13 +46,15 @@ def phase0_functions(base: Path) -> dict[str, dict]:
     return functions
 
 
-def unlabelled_train_functions(base: Path, functions: dict[str, dict], min_tokens: int, seed: int) -> list[str]:
+def unlabelled_train_functions(base: Path, functions: dict[str, dict], min_tokens: int, seed: int,
+                               skip: Sequence[Path] = ()) -> list[str]:
     """The ir_hash of the base job's phase-0 functions that no split holds, from packages of the base's train split
     (so no test or validation package gains rows), larger than `min_tokens`; packages interleaved
     round-robin in a seeded order so that every prefix of the list mixes them."""
     labelled = set()
-    for split in ("train", "validation", "test"):
-        labelled.update(r["ir_hash"] for r in read_rows(base, split, columns=["ir_hash"]))
+    for dataset in (base, *skip):  # `skip`: earlier extensions, whose functions are labelled too
+        for split in ("train", "validation", "test"):
+            labelled.update(r["ir_hash"] for r in read_rows(dataset, split, columns=["ir_hash"]))
     train_packages = {r["package"] for r in read_rows(base, "train", columns=["package"])}
     by_package: dict[str, list[str]] = {}
     for h, rec in functions.items():
@@ -80,12 +83,12 @@ def label_shard(cfg: JobConfig, index: int, functions: list[dict], lists: list[l
 
 
 def prepare(base: Path, out: Path, functions: dict[str, dict], min_tokens: int, seed: int,
-            workers: int | None) -> tuple[JobConfig, list[list[str]]]:
+            workers: int | None, skip: Sequence[Path] = ()) -> tuple[JobConfig, list[list[str]]]:
     """The job's settings and shard plan (lists of ir_hash), stored under OUT/work the first time and
     read back after."""
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
-    settings = {"base": str(base), "min_tokens": min_tokens, "seed": seed}
+    settings = {"base": str(base), "min_tokens": min_tokens, "seed": seed, **({"skip": list(map(str, skip))} if skip else {})}
     saved = work / "extend.json"
     if saved.exists() and json.loads(saved.read_text()) != settings:
         raise SystemExit(f"{out} was started with other settings ({saved.read_text().strip()}): "
@@ -95,7 +98,7 @@ def prepare(base: Path, out: Path, functions: dict[str, dict], min_tokens: int, 
         shutil.copy(base / "work" / "broadcast.json", work / "broadcast.json")
     plan_path = work / "plan.json"
     if not plan_path.exists():
-        order = unlabelled_train_functions(base, functions, min_tokens, seed)
+        order = unlabelled_train_functions(base, functions, min_tokens, seed, skip)
         shard_size = JobConfig.from_file(work / "config.json", out=str(out)).shard_functions
         plan = [order[i: i + shard_size] for i in range(0, len(order), shard_size)]
         write_atomic(plan_path, json.dumps(plan).encode())
@@ -138,12 +141,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", type=Path, required=True, help="the new train-only dataset folder")
     p.add_argument("--min-tokens", type=int, default=0, help="only functions of at least this many input tokens")
     p.add_argument("--seed", type=int, default=0, help="order of the packages")
+    p.add_argument("--skip", type=Path, action="append", default=[], metavar="DATASET",
+                   help="an earlier extension of BASE: its functions count as labelled (repeatable)")
     p.add_argument("--workers", type=int, default=None, help="harness workers (default: all cores)")
     p.add_argument("--limit-shards", type=int, default=None, help="stop after the first N shards")
     p.add_argument("--write", action="store_true", help="only assemble the finished shards into train.parquet")
     args = p.parse_args(argv)
     functions = phase0_functions(args.base)
-    cfg, plan = prepare(args.base, args.out, functions, args.min_tokens, args.seed, args.workers)
+    cfg, plan = prepare(args.base, args.out, functions, args.min_tokens, args.seed, args.workers, args.skip)
     n = len(plan) if args.limit_shards is None else min(len(plan), args.limit_shards)
     if not args.write:
         lists = json.loads((args.out / "work" / "broadcast.json").read_text())

@@ -72,6 +72,9 @@ def test_extend_labels_only_unlabelled_functions_of_train_packages(tmp_path: Pat
     assert _digest(out) == first
     with pytest.raises(SystemExit, match="other settings"):
         extend.main([str(base), "--out", str(out), "--min-tokens", "5"])
+    # A second extension that skips the first: nothing of its train packages is left to label.
+    functions = extend.phase0_functions(base)
+    assert not extend.unlabelled_train_functions(base, functions, 0, seed=0, skip=[out])
 
 
 def test_min_tokens_and_package_order(tmp_path: Path):
