@@ -29,7 +29,7 @@ from pathlib import Path
 
 from data_pipeline.card import render_card
 from data_pipeline.executors import run_shards
-from data_pipeline.job import JobConfig, JobStats, run_phase1_shard, run_phase2_shard
+from data_pipeline.job import JobConfig, JobStats, interleave, run_phase1_shard, run_phase2_shard
 from data_pipeline.writer import read_shard, shard_path, write_atomic, write_dataset
 from llmopt.dataset import read_rows
 
@@ -62,16 +62,7 @@ def unlabelled_train_functions(base: Path, functions: dict[str, dict], min_token
             by_package.setdefault(rec["package"], []).append(h)
     packages = sorted(by_package)
     random.Random(seed).shuffle(packages)
-    streams = [iter(by_package[p]) for p in packages]
-    order: list[str] = []
-    while streams:
-        for stream in list(streams):
-            h = next(stream, None)
-            if h is None:
-                streams.remove(stream)
-            else:
-                order.append(h)
-    return order
+    return interleave([by_package[p] for p in packages])
 
 
 def label_shard(cfg: JobConfig, index: int, functions: list[dict], lists: list[list[str]], harness) -> dict:

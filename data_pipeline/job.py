@@ -226,6 +226,20 @@ def load_functions(out: Path, items: list[WorkItem]) -> dict[str, dict]:
     return functions
 
 
+def interleave(streams: list[list[str]]) -> list[str]:
+    """Round-robin over the lists (the first of each, then the second of each, ...): every prefix mixes them."""
+    iterators = [iter(stream) for stream in streams]
+    order: list[str] = []
+    while iterators:
+        for it in list(iterators):
+            item = next(it, None)
+            if item is None:
+                iterators.remove(it)
+            else:
+                order.append(item)
+    return order
+
+
 def plan_shards(cfg: JobConfig, n_items: int) -> list[list[str]]:
     """Phase-1 shards as lists of ir_hash, stored in work/plan.json: items interleaved round-robin, so
     every prefix of shards mixes all packages (a job stopped half-way still covers every source).
@@ -242,14 +256,8 @@ def plan_shards(cfg: JobConfig, n_items: int) -> list[list[str]]:
     streams = []
     for i in range(plan["items"], n_items):
         rows = read_shard(item_path(Path(cfg.out), i))["rows"]
-        streams.append(iter([r["ir_hash"] for r in rows if seen.add(r["ir_hash"])]))
-    order: list[str] = []
-    while streams:
-        for stream in list(streams):
-            try:
-                order.append(next(stream))
-            except StopIteration:
-                streams.remove(stream)
+        streams.append([r["ir_hash"] for r in rows if seen.add(r["ir_hash"])])
+    order = interleave(streams)
     plan["shards"] += [order[i: i + cfg.shard_functions] for i in range(0, len(order), cfg.shard_functions)]
     plan["items"] = n_items
     write_atomic(path, json.dumps(plan).encode())
