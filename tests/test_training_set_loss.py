@@ -9,7 +9,14 @@ import torch
 from llmopt.model import default_model_dir, load_tokenizer
 from training.data import collate, encode_rows
 from training.presets import llama_config
-from training.set_loss import collate_sets, encode_set_rows, function_weights, set_loss, target_sets
+from training.set_loss import (
+    collate_sets,
+    encode_set_rows,
+    function_weights,
+    matrix_best,
+    set_loss,
+    target_sets,
+)
 from training.train import answer_loss
 
 SMALL = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2,
@@ -113,6 +120,11 @@ def test_saving_weighting_scales_each_function_by_its_best_saving():
     assert function_weights(rows, "sqrt_saving") == pytest.approx([2 / (4 / 3), 1 / (4 / 3), 1 / (4 / 3)])
     with pytest.raises(ValueError, match="weighting"):
         function_weights(rows, "instructions")
+    # A matrix list that beats the label's count sets the saving (c: 14 -> 11 saves 3).
+    matrix = {"lists": [O2], "rows": {"c": {"oz": 14, "hits": [[0, 11]]}, "b": {"oz": 14, "hits": [[0, 13]]}}}
+    best = [matrix_best(r, matrix) for r in rows]
+    assert best == [10, 13, 11] and matrix_best(rows[0], None) == 10
+    assert function_weights(rows, "saving", best) == pytest.approx([4 / (8 / 3), 1 / (8 / 3), 3 / (8 / 3)])
 
     model, tok = _model()
     two = [_row("a"), {**_row("b"), "ir": IR.replace("add", "sub")}]
@@ -167,6 +179,32 @@ def test_list_matrix_keeps_the_lists_that_beat_oz_and_resumes(data, tmp_path, ha
     assert list_matrix.load_matrix(d, "train")["rows"][first]["hits"] == [[0, -1]]
     with pytest.raises(SystemExit, match="other settings"):
         list_matrix.build(d, "train", n_lists=2, improvable_only=False, workers=1, progress=False)
+
+    # A second matrix: the most frequent labels the first one lacks (never bare -Oz), on every function.
+    labels = [tuple(r["passes"]) for r in rows]
+    top = [list(ls) for ls, _ in __import__("collections").Counter(labels).most_common()]
+    extra = list_matrix.frequent_lists(d, 3, lists)
+    assert extra == [ls for ls in top if ls not in lists and ls != ["default<Oz>"]][:len(extra)]
+    assert 0 < len(extra) <= 3 and not any(ls in lists for ls in extra)
+    named = list_matrix.build(d, "train", improvable_only=False, workers=1, progress=False, name="frequent",
+                              frequent=3)
+    assert named.name == "lists-train-frequent.json.gz"
+    merged = list_matrix.load_matrix(d, "train")
+    assert merged["lists"] == lists + extra and set(merged["rows"]) == {r["ir_hash"] for r in rows}
+    for row in rows[:3]:
+        got = {tuple(merged["lists"][j]): n for j, n in merged["rows"][row["ir_hash"]]["hits"]}
+        for ls, res in zip(extra, harness.evaluate_many(row["ir"], extra), strict=True):
+            assert got.get(tuple(ls)) == (res.instcount if res.instcount < row["instcount_oz"] else None)
+
+
+def test_merged_matrices_keep_the_union_of_hits_and_the_lower_count():
+    from data_pipeline.list_matrix import merge_matrices
+
+    a = {"lists": [["gvn"], ["sroa"]], "rows": {"x": {"oz": 9, "hits": [[1, 7]]}}}
+    b = {"lists": [["sroa"], ["dse"]], "rows": {"x": {"oz": 9, "hits": [[0, 6], [1, 8]]}, "y": {"oz": 5, "hits": []}}}
+    merged = merge_matrices([a, b])
+    assert merged["lists"] == [["gvn"], ["sroa"], ["dse"]]
+    assert merged["rows"] == {"x": {"oz": 9, "hits": [[1, 6], [2, 8]]}, "y": {"oz": 5, "hits": []}}
 
 
 def test_training_with_the_set_loss_runs_and_needs_the_matrix(data, tmp_path):

@@ -89,5 +89,8 @@ def test_keep_unimproved_keeps_every_improved_row_and_a_seeded_share_of_the_rest
     assert 60 <= sum(k["instcount_best"] == k["instcount_oz"] for k in kept) <= 140  # ~100 of 400
     assert [id(r) for r in keep_unimproved(rows, 0.25, seed=0)] == [id(r) for r in kept]  # reproducible
     assert keep_unimproved(rows, 1.0, seed=0) == rows
+    # A row some matrix list beats -Oz on is kept whatever its label says.
+    marked = [{**r, "ir_hash": f"h{i}"} for i, r in enumerate(unimproved[:20])]
+    assert keep_unimproved(marked, 0.0001, seed=0, improved={"h3", "h7"}) == [marked[3], marked[7]]
     with pytest.raises(ValueError, match="keep_unimproved"):
         config_from_dict({"keep_unimproved": 0})

@@ -41,14 +41,23 @@ Member = tuple[list[str], float]  # (pass list, weight in (0, 1])
 SET_WEIGHTINGS = ("function", "saving", "sqrt_saving")
 
 
-def function_weights(rows: Sequence[dict[str, Any]], weighting: str) -> list[float]:
+def matrix_best(row: dict[str, Any], matrix: dict[str, Any] | None) -> int:
+    """The row's best count: its label's, or a matrix list's where one does better (a list the job's
+    autotuning never tried on this function, `data_pipeline.list_matrix --frequent`)."""
+    hits = ((matrix or {}).get("rows", {}).get(row.get("ir_hash")) or {}).get("hits", [])
+    return min([int(row["instcount_best"]), *(int(c) for _, c in hits)])
+
+
+def function_weights(rows: Sequence[dict[str, Any]], weighting: str,
+                     best: Sequence[int] | None = None) -> list[float]:
     """Each row's weight in the set loss (module docstring): 1, or its best saving over -Oz normalized
-    to mean 1 over `rows`."""
+    to mean 1 over `rows` (`best`: the rows' best counts, default their `instcount_best`)."""
     if weighting not in SET_WEIGHTINGS:
         raise ValueError(f"unknown set weighting {weighting!r}: use {' or '.join(SET_WEIGHTINGS)}")
     if weighting == "function" or not rows:
         return [1.0] * len(rows)
-    savings = [max(1, int(r["instcount_oz"]) - int(r["instcount_best"])) for r in rows]
+    best = [int(r["instcount_best"]) for r in rows] if best is None else best
+    savings = [max(1, int(r["instcount_oz"]) - int(b)) for r, b in zip(rows, best, strict=True)]
     if weighting == "sqrt_saving":
         savings = [math.sqrt(s) for s in savings]
     mean = sum(savings) / len(savings)

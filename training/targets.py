@@ -70,15 +70,17 @@ def improves_on_oz(row: dict[str, Any]) -> bool:
     return row["instcount_best"] < row["instcount_oz"]
 
 
-def keep_unimproved(rows: Sequence[dict[str, Any]], fraction: float, seed: int) -> list[dict[str, Any]]:
+def keep_unimproved(rows: Sequence[dict[str, Any]], fraction: float, seed: int,
+                    improved: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """Every row whose best beats -Oz, and a seeded `fraction` of the others (whose label a model under
-    -Oz backup cannot win anything on: they cost training time and teach mostly the -Oz prior)."""
+    -Oz backup cannot win anything on: they cost training time and teach mostly the -Oz prior).
+    `improved`: the `ir_hash`es of rows that some other list beats -Oz on (a list matrix's hits)."""
     if fraction >= 1.0:
         return list(rows)
     import random
 
     rng = random.Random(seed)
-    return [r for r in rows if improves_on_oz(r) or rng.random() < fraction]
+    return [r for r in rows if improves_on_oz(r) or r.get("ir_hash") in improved or rng.random() < fraction]
 
 
 def variant_for(n_variants: int, seed: int, epoch: int, row_index: int) -> int:

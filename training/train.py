@@ -36,7 +36,14 @@ from training import lora as lora_mod
 from training.config import TrainConfig
 from training.data import BatchSchedule, collate, encode_rows, pick_variant
 from training.presets import llama_config
-from training.set_loss import collate_sets, encode_set_rows, function_weights, set_loss, target_sets
+from training.set_loss import (
+    collate_sets,
+    encode_set_rows,
+    function_weights,
+    matrix_best,
+    set_loss,
+    target_sets,
+)
 from training.targets import choose_targets, keep_unimproved
 from training.validation import MeasureFn, ValidationCallback, harness_measure
 
@@ -177,7 +184,9 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
 def _load_data(cfg: TrainConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int | None, list[str]]:
     """(train rows, validation rows, LLVM version, pass vocabulary)."""
     train_rows = read_rows(cfg.data_dir, "train")[: cfg.max_train_examples]
-    train_rows = keep_unimproved(train_rows, cfg.keep_unimproved, cfg.seed)
+    # Under the set loss a function the matrix's lists beat -Oz on teaches them, whatever its label.
+    improved = {h for h, e in _matrix(cfg)["rows"].items() if e["hits"]} if cfg.set_members else set()
+    train_rows = keep_unimproved(train_rows, cfg.keep_unimproved, cfg.seed, improved)
     val_rows = read_rows(cfg.data_dir, "validation")
     if not train_rows:
         raise FileNotFoundError(f"no training rows in {cfg.data_dir}/train.parquet")
@@ -191,15 +200,23 @@ def _encode_train(cfg: TrainConfig, rows: list[dict[str, Any]], tokenizer: Any) 
     targets = choose_targets(rows, cfg.target_policy)
     if not cfg.set_members:
         return encode_rows(rows, tokenizer, cfg.context_length, with_ir=cfg.with_ir, targets=targets)
-    from data_pipeline.list_matrix import load_matrix, output_path
+    matrix = _matrix(cfg)
+    sets = target_sets(rows, [t[0] for t in targets], matrix, cfg.set_members)
+    best = [matrix_best(r, matrix) for r in rows]
+    return encode_set_rows(rows, sets, tokenizer, cfg.context_length,
+                           function_weights(rows, cfg.set_weighting, best))
+
+
+def _matrix(cfg: TrainConfig) -> dict[str, Any]:
+    """The training data's (function x list) matrix, which the set loss needs."""
+    from data_pipeline.list_matrix import load_matrix, output_path, split_matrices
 
     matrix = load_matrix(cfg.data_dir, "train")
     if matrix is None:
-        missing = [part for part in cfg.data_dir.split(",") if part and not output_path(part, "train").exists()]
+        missing = [part for part in cfg.data_dir.split(",") if part and not split_matrices(part, "train")]
         raise FileNotFoundError(f"set_members needs {output_path(missing[0], 'train')}: build it with "
                                 f"`python -m data_pipeline.list_matrix {missing[0]}`")
-    sets = target_sets(rows, [t[0] for t in targets], matrix, cfg.set_members)
-    return encode_set_rows(rows, sets, tokenizer, cfg.context_length, function_weights(rows, cfg.set_weighting))
+    return matrix
 
 
 def _encode_validation(cfg: TrainConfig, rows: list[dict[str, Any]], tokenizer: Any) -> list[dict[str, Any]]:
