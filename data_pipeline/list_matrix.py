@@ -19,8 +19,8 @@ job's broadcast only approximates with its most common lists):
         --labels data/llmopt-v3,data/llmopt-v3-more
 
 measures the 200 most frequent best lists of the `--labels` training rows that no matrix of the split
-holds yet, on every function, into DATA/lists-<split>-frequent.json.gz.  `load_matrix` merges all of a
-split's matrices.  (A rare label can win widely: `mem2reg newgvn iroutliner default<O1>` is the best list
+holds yet, on every function, into DATA/lists-<split>-frequent.json.gz.  `load_matrix(DATA, names=
+["frequent"])` merges it with the first (training: `extra_matrices: "frequent"`).  (A rare label can win widely: `mem2reg newgvn iroutliner default<O1>` is the best list
 of 10 of v3's 20,937 training functions, yet `coreset_cover` finds it the third most useful list.)
 """
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,17 +66,21 @@ def merge_matrices(matrices: list[dict[str, Any]]) -> dict[str, Any]:
             "rows": {h: {"oz": e["oz"], "hits": [[j, c] for j, c in e["hits"].items()]} for h, e in rows.items()}}
 
 
-def load_matrix(data_dir: str | Path, split: str = "train") -> dict[str, Any] | None:
-    """The saved matrix (see the module docstring), or None when it was never built.
+def matrix_paths(data_dir: str | Path, split: str = "train", names: Sequence[str] = ()) -> list[Path]:
+    """Per part of `data_dir` (a dataset or a training mix `A,B`, as `read_rows` reads it): its first
+    matrix, then the named ones (`--name`) in `names`' order."""
+    return [output_path(part, split, name) for part in str(data_dir).split(",") if part
+            for name in (None, *names)]
 
-    A split may have several matrices (`--name`), and `data_dir` may be a training mix (`A,B`, as
-    `read_rows` reads it): all of them are merged (`merge_matrices`); None when a part has none."""
-    matrices = []
-    for part in [part for part in str(data_dir).split(",") if part]:
-        paths = split_matrices(part, split)
-        if not paths:
-            return None
-        matrices += [read_shard(path) for path in paths]
+
+def load_matrix(data_dir: str | Path, split: str = "train", names: Sequence[str] = ()) -> dict[str, Any] | None:
+    """The saved matrix (see the module docstring), or None when one of `matrix_paths` was never built.
+
+    With `names` or a training mix, the matrices are merged (`merge_matrices`)."""
+    paths = matrix_paths(data_dir, split, names)
+    if not all(path.exists() for path in paths):
+        return None
+    matrices = [read_shard(path) for path in paths]
     return matrices[0] if len(matrices) == 1 else merge_matrices(matrices)
 
 

@@ -189,7 +189,9 @@ def test_list_matrix_keeps_the_lists_that_beat_oz_and_resumes(data, tmp_path, ha
     named = list_matrix.build(d, "train", improvable_only=False, workers=1, progress=False, name="frequent",
                               frequent=3)
     assert named.name == "lists-train-frequent.json.gz"
-    merged = list_matrix.load_matrix(d, "train")
+    assert list_matrix.load_matrix(d, "train")["lists"] == lists  # the first alone unless named
+    assert list_matrix.load_matrix(d, "train", ["other"]) is None
+    merged = list_matrix.load_matrix(d, "train", ["frequent"])
     assert merged["lists"] == lists + extra and set(merged["rows"]) == {r["ir_hash"] for r in rows}
     for row in rows[:3]:
         got = {tuple(merged["lists"][j]): n for j, n in merged["rows"][row["ir_hash"]]["hits"]}
@@ -223,6 +225,8 @@ def test_training_with_the_set_loss_runs_and_needs_the_matrix(data, tmp_path):
                   target_policy="beyond_oz", set_members=4, seed=0, prompt_loss_weight=0.1)
     with pytest.raises(FileNotFoundError, match="list_matrix"):
         train(config_from_dict(values), progress=False)
+    with pytest.raises(ValueError, match="extra_matrices"):
+        config_from_dict({**values, "set_members": 0, "prompt_loss_weight": 0, "extra_matrices": "frequent"})
     (d / "work").mkdir(exist_ok=True)
     (d / "work" / "broadcast.json").write_text(json.dumps([["default<O1>"], ["mem2reg", "instcombine"]]))
     list_matrix.build(d, "train", n_lists=2, improvable_only=False, workers=1, progress=False)
@@ -231,6 +235,10 @@ def test_training_with_the_set_loss_runs_and_needs_the_matrix(data, tmp_path):
     meta = json.loads((model_dir / "llmopt.json").read_text())
     assert meta["extra"]["set_members"] == 4 and meta["extra"]["steps"] == 4
     assert meta["extra"]["prompt_loss_weight"] == 0.1
+    # a named matrix that was never built is named in the error
+    with pytest.raises(FileNotFoundError, match="lists-train-frequent"):
+        train(config_from_dict({**values, "out_dir": str(tmp_path / "run2"), "extra_matrices": "frequent"}),
+              progress=False)
     # the validation loss is the set loss over the validation functions' stored good lists
     import csv
 

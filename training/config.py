@@ -40,6 +40,8 @@ class TrainConfig:
     set_weighting: str = "function"       # set loss: "function" (every function alike), "saving" (each function by
                                           # the instructions its best list saves over -Oz, as the metric counts), or
                                           # "sqrt_saving" (in between)
+    extra_matrices: str = ""              # set loss: named list matrices (data_pipeline.list_matrix --name), comma-
+                                          # separated, merged with each dataset's first: e.g. "frequent"
     # tokenizer: an existing llmopt tokenizer/model dir, or None to train one into out_dir/tokenizer
     tokenizer: str | None = None
     tokenizer_vocab_size: int = 4096
@@ -95,6 +97,8 @@ class TrainConfig:
             raise ValueError("prompt_loss_weight needs the set loss (set_members > 0)")
         if self.set_members < 0:
             raise ValueError(f"set_members must be >= 0 (0 = one label per function), got {self.set_members}")
+        if self.extra_matrices and not self.set_members:
+            raise ValueError("extra_matrices needs the set loss (set_members > 0)")
         if self.set_weighting not in SET_WEIGHTINGS:
             raise ValueError(f"set_weighting must be one of {', '.join(SET_WEIGHTINGS)}, got {self.set_weighting!r}")
         if (self.target_policy != "best" or self.set_members) and self.with_ir:

@@ -209,13 +209,14 @@ def _encode_train(cfg: TrainConfig, rows: list[dict[str, Any]], tokenizer: Any) 
 
 def _matrix(cfg: TrainConfig) -> dict[str, Any]:
     """The training data's (function x list) matrix, which the set loss needs."""
-    from data_pipeline.list_matrix import load_matrix, output_path, split_matrices
+    from data_pipeline.list_matrix import load_matrix, matrix_paths
 
-    matrix = load_matrix(cfg.data_dir, "train")
+    names = [n for n in cfg.extra_matrices.split(",") if n]
+    matrix = load_matrix(cfg.data_dir, "train", names)
     if matrix is None:
-        missing = [part for part in cfg.data_dir.split(",") if part and not split_matrices(part, "train")]
-        raise FileNotFoundError(f"set_members needs {output_path(missing[0], 'train')}: build it with "
-                                f"`python -m data_pipeline.list_matrix {missing[0]}`")
+        missing = next(path for path in matrix_paths(cfg.data_dir, "train", names) if not path.exists())
+        raise FileNotFoundError(f"set_members needs {missing}: build it with `python -m data_pipeline.list_matrix "
+                                f"{missing.parent}` (a named one: the command in that module's docstring)")
     return matrix
 
 
@@ -342,7 +343,7 @@ class _Trainer:
                         "data_dir": str(cfg.data_dir), "train_examples": len(self.examples),
                         "target_policy": cfg.target_policy, "set_members": cfg.set_members,
                         "set_weighting": cfg.set_weighting, "prompt_loss_weight": cfg.prompt_loss_weight,
-                        "stop_reason": self.stop_reason, **extra})
+                        "extra_matrices": cfg.extra_matrices, "stop_reason": self.stop_reason, **extra})
         return m
 
     # ---- validation
