@@ -235,10 +235,17 @@ def test_training_with_the_set_loss_runs_and_needs_the_matrix(data, tmp_path):
     meta = json.loads((model_dir / "llmopt.json").read_text())
     assert meta["extra"]["set_members"] == 4 and meta["extra"]["steps"] == 4
     assert meta["extra"]["prompt_loss_weight"] == 0.1
-    # a named matrix that was never built is named in the error
+    # a named matrix that was never built is named in the error; once built, it trains and the card says so
+    from training.default_model import model_card
+
+    named = {**values, "out_dir": str(tmp_path / "run2"), "extra_matrices": "frequent"}
     with pytest.raises(FileNotFoundError, match="lists-train-frequent"):
-        train(config_from_dict({**values, "out_dir": str(tmp_path / "run2"), "extra_matrices": "frequent"}),
-              progress=False)
+        train(config_from_dict(named), progress=False)
+    assert "list matrices" not in model_card(tmp_path / "run", model_dir, str(d), "cmd")
+    list_matrix.build(d, "train", improvable_only=False, workers=1, progress=False, name="frequent", frequent=2)
+    shutil.rmtree(tmp_path / "run2", ignore_errors=True)
+    named_dir = train(config_from_dict(named), progress=False)
+    assert "list matrices: the first and `frequent`" in model_card(tmp_path / "run2", named_dir, str(d), "cmd")
     # the validation loss is the set loss over the validation functions' stored good lists
     import csv
 

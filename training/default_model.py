@@ -95,6 +95,8 @@ def model_card(run: Path, model: Path, data_dir: str, command: str, evaluation: 
             f"; set loss over up to {extra['set_members']} good lists per function (`training/set_loss.py`)"
             + (f", functions weighted `{extra['set_weighting']}`" if extra.get("set_weighting", "function") != "function"
                else "")
+            + (f", list matrices: the first and `{extra['extra_matrices']}` (`data_pipeline/list_matrix.py`)"
+               if extra.get("extra_matrices") else "")
             if extra.get("set_members") else "") + " |",
         "| inference | `llmopt.model.llama` (plain PyTorch, no `transformers` import); "
         "`transformers.AutoModelForCausalLM` loads the same files |",
