@@ -118,8 +118,10 @@ def test_int8_keeps_the_candidates_and_their_probabilities(example_ir):
 
 def test_bf16_prefill_keeps_the_candidates_and_decodes_in_float32(example_ir):
     """`--prefill-dtype bfloat16` encodes the prompt with a bfloat16 copy of the weights, then decodes in float32
-    from a float32 copy of the cache: same candidate set, log-probabilities within 0.1 nats, the decoder's
-    cache float32 and equal (to bf16 rounding) to the one a float32 prefill writes."""
+    from a float32 copy of the cache: the same candidates up to near ties (bf16 rounding may swap two branches
+    whose priorities are ~0.01 nats apart, as it does for the 3rd and 4th list of the shipped model's third
+    example function: so each side's first 3 lists are among the other's first 6), log-probabilities within 0.1
+    nats, the decoder's cache float32 and equal (to bf16 rounding) to the one a float32 prefill writes."""
     from llmopt.llvm.ir import normalize_ir, split_functions
 
     fns = [normalize_ir(f) for _, f in split_functions(example_ir)][:3]
@@ -128,10 +130,12 @@ def test_bf16_prefill_keeps_the_candidates_and_decodes_in_float32(example_ir):
     assert lms["bfloat16"].prefill_model.lm_head.weight.dtype == torch.bfloat16
     assert lms["bfloat16"].model.lm_head.weight.dtype == torch.float32  # the decoding weights stay float32
     for fn in fns:
-        lists = {dtype: {tuple(c.passes): c.logprob for c in strategy_from_name("priority", lm=lm).sample(fn, 3)}
+        lists = {dtype: {tuple(c.passes): c.logprob for c in strategy_from_name("priority", lm=lm).sample(fn, 6)}
                  for dtype, lm in lms.items()}
-        assert set(lists["float32"]) == set(lists["bfloat16"])
-        assert all(abs(lists["float32"][k] - lists["bfloat16"][k]) < 0.1 for k in lists["float32"]), lists
+        for one, other in (("float32", "bfloat16"), ("bfloat16", "float32")):
+            assert set(list(lists[one])[:3]) <= set(lists[other]), lists
+        common = set(lists["float32"]) & set(lists["bfloat16"])
+        assert all(abs(lists["float32"][k] - lists["bfloat16"][k]) < 0.1 for k in common), lists
     caches = {dtype: lm.decoder(fns[0])._cache for dtype, lm in lms.items()}
     assert caches["float32"].length == caches["bfloat16"].length > 0
     n = caches["float32"].length
