@@ -181,11 +181,12 @@ def train(cfg: TrainConfig, *, measure: MeasureFn | None = None, progress: bool 
     return _Trainer(cfg, measure).run(progress)
 
 
-def _load_data(cfg: TrainConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int | None, list[str]]:
-    """(train rows, validation rows, LLVM version, pass vocabulary)."""
+def _load_data(cfg: TrainConfig, matrix: dict[str, Any] | None
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int | None, list[str]]:
+    """(train rows, validation rows, LLVM version, pass vocabulary); `matrix`: the set loss's (`_matrix`)."""
     train_rows = read_rows(cfg.data_dir, "train")[: cfg.max_train_examples]
     # Under the set loss a function the matrix's lists beat -Oz on teaches them, whatever its label.
-    improved = {h for h, e in _matrix(cfg)["rows"].items() if e["hits"]} if cfg.set_members else set()
+    improved = {h for h, e in matrix["rows"].items() if e["hits"]} if matrix else set()
     train_rows = keep_unimproved(train_rows, cfg.keep_unimproved, cfg.seed, improved)
     val_rows = read_rows(cfg.data_dir, "validation")
     if not train_rows:
@@ -194,13 +195,13 @@ def _load_data(cfg: TrainConfig) -> tuple[list[dict[str, Any]], list[dict[str, A
     return train_rows, val_rows, llvm_version, _pass_vocabulary(train_rows, llvm_version)
 
 
-def _encode_train(cfg: TrainConfig, rows: list[dict[str, Any]], tokenizer: Any) -> tuple[list[dict[str, Any]], int]:
+def _encode_train(cfg: TrainConfig, rows: list[dict[str, Any]], tokenizer: Any,
+                  matrix: dict[str, Any] | None) -> tuple[list[dict[str, Any]], int]:
     """Training examples: one label per row (`target_policy`), or with `set_members` the row's good
     lists under the set loss, its `target_policy` label first."""
     targets = choose_targets(rows, cfg.target_policy)
     if not cfg.set_members:
         return encode_rows(rows, tokenizer, cfg.context_length, with_ir=cfg.with_ir, targets=targets)
-    matrix = _matrix(cfg)
     sets = target_sets(rows, [t[0] for t in targets], matrix, cfg.set_members)
     best = [matrix_best(r, matrix) for r in rows]
     return encode_set_rows(rows, sets, tokenizer, cfg.context_length,
@@ -288,9 +289,10 @@ class _Trainer:
             torch.backends.cuda.enable_cudnn_sdp(False)
         set_seed(cfg.seed)
         self.main = self.accelerator.is_main_process
-        train_rows, val_rows, llvm_version, passes = _load_data(cfg)
+        matrix = _matrix(cfg) if cfg.set_members else None  # read once: rows to keep, then the targets
+        train_rows, val_rows, llvm_version, passes = _load_data(cfg, matrix)
         model, self.tokenizer = _model_and_tokenizer(cfg, train_rows, passes, llvm_version, self.out)
-        self.examples, skipped = _encode_train(cfg, train_rows, self.tokenizer)
+        self.examples, skipped = _encode_train(cfg, train_rows, self.tokenizer, matrix)
         self.val_examples = _encode_validation(cfg, val_rows, self.tokenizer)
         self.n_params = sum(p.numel() for p in model.parameters())
         if self.main:
