@@ -69,6 +69,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="an llmopt eval output folder with coreset_cover and priority records")
     parser.add_argument("--samples", default="1,3,10,30")
+    parser.add_argument("--method", default="priority", help="the Priority Sampling method to reorder (e.g. priority_nooz)")
+    parser.add_argument("--coreset-run", type=Path, help="the eval folder with the coreset_cover records (default: RUN)")
     parser.add_argument("--json", type=Path, help="also write the table as JSON")
     args = parser.parse_args()
     ks = [int(k) for k in args.samples.split(",")]
@@ -76,13 +78,17 @@ def main() -> int:
     for rec in JsonlStore(args.run / "records.jsonl").read():
         by_method[rec["method"]][rec["fid"]] = rec
     base = {b["fid"]: b for b in JsonlStore(args.run / BASELINE).read()}
-    ps = by_method["priority"]
+    coreset = by_method["coreset_cover"]
+    if args.coreset_run:
+        coreset = {rec["fid"]: rec for rec in JsonlStore(args.coreset_run / "records.jsonl").read()
+                   if rec["method"] == "coreset_cover"}
+    ps = by_method[args.method]
     if not ps or not any("logprob" in s for rec in ps.values() for s in rec["samples"]):
-        print("error: the run has no priority records with log-probabilities (an eval from before 2026-11-25?)",
+        print(f"error: the run has no {args.method} records with log-probabilities (an eval from before 2026-11-25?)",
               file=sys.stderr)
         return 1
-    rows: list[tuple[str, dict[str, dict], Order]] = [("coreset_cover", by_method["coreset_cover"], list),
-                                                      ("priority (tree order)", ps, list)]
+    rows: list[tuple[str, dict[str, dict], Order]] = [("coreset_cover", coreset, list),
+                                                      (f"{args.method} (tree order)", ps, list)]
     rows += [(f"confidence P={p} alpha={a:g}", ps, confidence(p, a)) for p in (10, 30, 100) for a in (0.5, 1.0)]
     rows += [(f"diverse heads P=30 lam={lam:g}", ps, diverse_heads(30, lam)) for lam in (0.1, 0.3, 1.0)]
     table = {}
