@@ -2,6 +2,7 @@
 """Replay other orders of Priority Sampling's recorded candidates, without the model or the compiler.
 
     python scripts/study_candidate_order.py runs/EVAL_DIR [--samples 1,3,10,30] [--json OUT]
+    python scripts/study_candidate_order.py MODEL_RUN --method priority_nooz --coreset-run CORESET_RUN
 
 An `llmopt eval` run records every candidate's pass list, instruction count and (since 2026-11-25) the
 model's log p(list).  Any reordering of the first P lists of `priority` is then a new method whose

@@ -3,8 +3,9 @@
     python -m training.soup OUT MODEL_A MODEL_B [MODEL_C ...] [--weights 0.5,0.5]
 
 Why: two fine-tunes of the same model sit in one basin of the loss, so their average is a model of the
-same size and speed that is often at least as good as either (the issue-14 runs of 2026-11-26: the
-shipped model and its GPU fine-tune at lr 1e-4, `docs/results/README.md`).  The first model's files
+same size and speed that is often at least as good as either.  Measured here (issue 14, 2026-11-26,
+`docs/results/training/gpu-v3-frequent/`): the shipped model + its GPU fine-tune at lr 1e-4 tied the shipped
+model on validation and lost to it at 10 samples on test, so it was not shipped.  The first model's files
 other than the weights (config, tokenizer, llmopt.json, card) are copied; the weights are averaged in
 float32 and saved in float32, whatever dtype each input has (GPU runs come back in bf16).
 """
