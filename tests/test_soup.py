@@ -1,5 +1,6 @@
 """training.soup: averaging fine-tunes of one model."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from training import soup
 def _model(folder: Path, tensors: dict[str, torch.Tensor]) -> Path:
     folder.mkdir(parents=True)
     save_file(tensors, str(folder / soup.WEIGHTS))
-    (folder / "config.json").write_text("{}")
+    (folder / "config.json").write_text('{"dtype": "bfloat16"}')
     return folder
 
 
@@ -24,7 +25,7 @@ def test_soup_is_the_weighted_mean_in_float32(tmp_path):
     assert got["w"].dtype == torch.float32
     assert torch.allclose(got["w"], torch.tensor([2.5, 5.0]))
     assert torch.allclose(got["b"], torch.full((3,), 0.75))
-    assert (out / "config.json").exists()
+    assert json.loads((out / "config.json").read_text())["dtype"] == "float32"  # the config matches the weights
 
 
 def test_soup_refuses_models_that_differ(tmp_path):

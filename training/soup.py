@@ -6,8 +6,9 @@ Why: two fine-tunes of the same model sit in one basin of the loss, so their ave
 same size and speed that is often at least as good as either.  Measured here (issue 14, 2026-11-26,
 `docs/results/training/gpu-v3-frequent/`): the shipped model + its GPU fine-tune at lr 1e-4 tied the shipped
 model on validation and lost to it at 10 samples on test, so it was not shipped.  The first model's files
-other than the weights (config, tokenizer, llmopt.json, card) are copied; the weights are averaged in
-float32 and saved in float32, whatever dtype each input has (GPU runs come back in bf16).
+other than the weights (`training.default_model.SHIPPED`: config, tokenizer, llmopt.json; not its card) are
+copied; the floating-point weights are averaged and saved in float32, whatever dtype each input has (GPU runs
+come back in bf16), and the config says so (`training.device_export.cast_weights`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
+
+from training.default_model import SHIPPED
+from training.device_export import cast_weights
 
 WEIGHTS = "model.safetensors"
 
@@ -42,6 +46,9 @@ def average(models: Sequence[Path], weights: Sequence[float] | None = None) -> d
         for name, t in tensors.items():
             if name in soup and soup[name].shape != t.shape:
                 raise ValueError(f"{model}: {name} has shape {tuple(t.shape)}, not {tuple(soup[name].shape)}")
+            if not t.is_floating_point():  # nothing to average (none in a Llama): the first model's
+                soup.setdefault(name, t)
+                continue
             part = t.float() * (w / total)
             soup[name] = soup[name] + part if name in soup else part
     return {k: v.contiguous() for k, v in soup.items()}
@@ -51,10 +58,11 @@ def write_soup(out: Path, models: Sequence[Path], weights: Sequence[float] | Non
     """Write the averaged model to `out` (a loadable model folder) and return it."""
     tensors = average(models, weights)
     out.mkdir(parents=True, exist_ok=True)
-    for f in Path(models[0]).iterdir():
-        if f.is_file() and f.name != WEIGHTS:
-            shutil.copy(f, out / f.name)
+    for name in SHIPPED:
+        if name != WEIGHTS and (Path(models[0]) / name).exists():
+            shutil.copy(Path(models[0]) / name, out / name)
     save_file(tensors, str(out / WEIGHTS), metadata={"format": "pt"})
+    cast_weights(out, "float32")  # already float32: this sets the copied config's dtype to match
     return out
 
 
