@@ -11,7 +11,15 @@ as a mix: `data_dir: "data/llmopt-v3,data/llmopt-v3-more"`.
     python -m data_pipeline.extend data/llmopt-v3 --out data/llmopt-v3-more --min-tokens 700
 
 Larger functions first is the point of `--min-tokens`: in v3, 44% of the functions of 100-199
-instructions beat -Oz and 2.4% of those under 25 do.  Each shard is searched (phase 1) and refined
+instructions beat -Oz and 2.4% of those under 25 do.
+
+`--beyond-cap N` goes past what the base selected: its train packages that hit its `package_cap`
+(v3: 1,000 functions; 14 train packages had more) are compiled and selected again with cap N, in the
+same seeded order, so the first functions are the base's and the rest are new (one file per package
+under OUT/work/p0x, written when the package is done; a killed job redoes at most the one it was on):
+
+    python -m data_pipeline.extend data/llmopt-v3 --out data/llmopt-v3-cap2k --beyond-cap 2000 \
+        --skip data/llmopt-v3-more --skip data/llmopt-v3-more2  Each shard is searched (phase 1) and refined
 (phase 2) in one go and written as one file, so a killed job loses at most the shard it was on and
 `--write` can assemble whatever is finished at any time.
 """
@@ -19,6 +27,7 @@ instructions beat -Oz and 2.4% of those under 25 do.  Each shard is searched (ph
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import shutil
@@ -29,21 +38,70 @@ from pathlib import Path
 
 from data_pipeline.card import render_card
 from data_pipeline.executors import run_shards
-from data_pipeline.job import JobConfig, JobStats, interleave, run_phase1_shard, run_phase2_shard
-from data_pipeline.writer import read_shard, shard_path, write_atomic, write_dataset
+from data_pipeline.job import (
+    JobConfig,
+    JobStats,
+    interleave,
+    plan_items,
+    run_phase0_item,
+    run_phase1_shard,
+    run_phase2_shard,
+)
+from data_pipeline.writer import read_shard, shard_path, write_atomic, write_dataset, write_shard
 from llmopt.dataset import read_rows
 
 PHASE = "p12"  # shard files of this job: phase 1 and 2 of one shard together
+BEYOND_CAP = "p0x"  # phase-0 files of the base's capped train packages, selected again with a larger cap
 P2_STAT = "p2:"  # phase 2's counts in a shard's stats (the card shows the phases apart)
 
 
-def phase0_functions(base: Path) -> dict[str, dict]:
-    """{ir_hash: phase-0 record} of the base job, the first occurrence winning (as the job reads them)."""
+def phase0_functions(base: Path, out: Path | None = None) -> dict[str, dict]:
+    """{ir_hash: phase-0 record} of the base job, the first occurrence winning (as the job reads them),
+    then those that `reselect_capped` added under OUT/work/p0x."""
     functions: dict[str, dict] = {}
-    for path in sorted((base / "work" / "p0").glob("item-*.json.gz")):
+    paths = sorted((base / "work" / "p0").glob("item-*.json.gz"))
+    if out is not None:
+        paths += sorted((out / "work" / BEYOND_CAP).glob("item-*.json.gz"))
+    for path in paths:
         for rec in read_shard(path)["rows"]:
             functions.setdefault(rec["ir_hash"], rec)
     return functions
+
+
+def capped_train_items(base: Path) -> dict[int, str]:
+    """{phase-0 item index: item key} of the base's work items that stopped at its package cap and
+    hold only train packages (so re-selecting them can add no function to a test or validation package)."""
+    train_packages = {r["package"] for r in read_rows(base, "train", columns=["package"])}
+    out = {}
+    for path in sorted((base / "work" / "p0").glob("item-*.json.gz")):
+        payload = read_shard(path)
+        packages = {r["package"] for r in payload["rows"]}
+        if payload["stats"].get("over_cap", 0) > 0 and packages and packages <= train_packages:
+            out[int(path.name[len("item-"):].split(".")[0])] = payload["item"]
+    return out
+
+
+def reselect_capped(base: Path, out: Path, cap: int, workers: int | None) -> None:
+    """Phase 0 again, with package cap `cap`, for `capped_train_items(base)`; skips items already done."""
+    from data_pipeline.compile import TokenCounter
+
+    cfg = JobConfig.from_file(base / "work" / "config.json", out=str(out), package_cap=cap, workers=workers,
+                              progress=False)
+    todo = {i: key for i, key in capped_train_items(base).items()
+            if not (out / "work" / BEYOND_CAP / f"item-{i:04d}.json.gz").exists()}
+    if not todo:
+        return
+    # Only the sources that made these items: a generated source lists its units when planned.
+    keep = [spec for spec in cfg.sources if spec.split(":", 1)[0] in ("pypi", "npm", "packages")
+            or any(key.startswith(spec + "#") for key in todo.values())]
+    items = {item.key: item for item in plan_items(dataclasses.replace(cfg, sources=keep))}
+    count_tokens = TokenCounter(cfg.tokenizer)
+    for i, key in sorted(todo.items()):
+        if key not in items:
+            raise SystemExit(f"{base}: work item {key!r} is not in its sources any more (catalog changed?)")
+        payload = run_phase0_item(cfg, items[key], count_tokens)
+        print(f"{key}: {len(payload['rows'])} functions selected with cap {cap}", flush=True)
+        write_shard(out / "work" / BEYOND_CAP / f"item-{i:04d}.json.gz", payload)
 
 
 def unlabelled_train_functions(base: Path, functions: dict[str, dict], min_tokens: int, seed: int,
@@ -73,17 +131,22 @@ def label_shard(cfg: JobConfig, index: int, functions: list[dict], lists: list[l
     return p2
 
 
-def prepare(base: Path, out: Path, functions: dict[str, dict], min_tokens: int, seed: int,
+def check_settings(out: Path, settings: dict) -> None:
+    """Refuse to resume OUT with other settings than it was started with."""
+    saved = out / "work" / "extend.json"
+    if saved.exists() and json.loads(saved.read_text()) != settings:
+        raise SystemExit(f"{out} was started with other settings ({saved.read_text().strip()}): "
+                         "pass the same ones or use another --out")
+
+
+def prepare(base: Path, out: Path, functions: dict[str, dict], settings: dict, min_tokens: int, seed: int,
             workers: int | None, skip: Sequence[Path] = ()) -> tuple[JobConfig, list[list[str]]]:
     """The job's settings and shard plan (lists of ir_hash), stored under OUT/work the first time and
     read back after."""
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
-    settings = {"base": str(base), "min_tokens": min_tokens, "seed": seed, **({"skip": list(map(str, skip))} if skip else {})}
+    check_settings(out, settings)
     saved = work / "extend.json"
-    if saved.exists() and json.loads(saved.read_text()) != settings:
-        raise SystemExit(f"{out} was started with other settings ({saved.read_text().strip()}): "
-                         "pass the same ones or use another --out")
     if not (work / "config.json").exists():
         shutil.copy(base / "work" / "config.json", work / "config.json")
         shutil.copy(base / "work" / "broadcast.json", work / "broadcast.json")
@@ -117,9 +180,14 @@ def write(out: Path, n_shards: int, functions: dict[str, dict], cfg: JobConfig, 
     lists = json.loads((out / "work" / "broadcast.json").read_text())
     card = render_card(cfg, by_split, p1, p2, len(lists))
     head, heading, rest = card.partition(f"# {out.name}\n\n")  # the note goes under the heading
-    base = json.loads((out / "work" / "extend.json").read_text())["base"]
+    settings = json.loads((out / "work" / "extend.json").read_text())
+    base = settings["base"]
+    what = "that its job selected but never labelled"
+    if cap := settings.get("beyond_cap"):
+        what += (f", and those past its package cap that a second selection with cap {cap} (same seeded order) "
+                 "found in its capped train packages")
     note = (f"A train-only extension of `{base}` ({done} of {n_shards} planned shards labelled): the functions of "
-            f"its train packages that its job selected but never labelled, labelled with its settings and its "
+            f"its train packages {what}, labelled with its settings and its "
             f"broadcast lists (`data_pipeline/extend.py`). Validation and test are the base's; train on the mix "
             f"`{base},{out}`. Made by `{command}`; the settings below are the base job's.")
     write_atomic(out / "README.md", f"{head}{heading}{note}\n\n{rest}".encode())
@@ -136,10 +204,18 @@ def main(argv: list[str] | None = None) -> None:
                    help="an earlier extension of BASE: its functions count as labelled (repeatable)")
     p.add_argument("--workers", type=int, default=None, help="harness workers (default: all cores)")
     p.add_argument("--limit-shards", type=int, default=None, help="stop after the first N shards")
+    p.add_argument("--beyond-cap", type=int, default=None, metavar="N",
+                   help="also select again, with package cap N, the base's train packages that hit its cap")
     p.add_argument("--write", action="store_true", help="only assemble the finished shards into train.parquet")
     args = p.parse_args(argv)
-    functions = phase0_functions(args.base)
-    cfg, plan = prepare(args.base, args.out, functions, args.min_tokens, args.seed, args.workers, args.skip)
+    settings = {"base": str(args.base), "min_tokens": args.min_tokens, "seed": args.seed,
+                **({"skip": list(map(str, args.skip))} if args.skip else {}),
+                **({"beyond_cap": args.beyond_cap} if args.beyond_cap else {})}
+    check_settings(args.out, settings)
+    if args.beyond_cap and not args.write:
+        reselect_capped(args.base, args.out, args.beyond_cap, args.workers)
+    functions = phase0_functions(args.base, args.out if args.beyond_cap else None)
+    cfg, plan = prepare(args.base, args.out, functions, settings, args.min_tokens, args.seed, args.workers, args.skip)
     n = len(plan) if args.limit_shards is None else min(len(plan), args.limit_shards)
     if not args.write:
         lists = json.loads((args.out / "work" / "broadcast.json").read_text())

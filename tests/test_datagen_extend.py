@@ -103,3 +103,31 @@ def test_load_matrix_merges_a_training_mix(tmp_path: Path):
     assert merged["lists"] == [["gvn"], ["sroa"], ["dse"]]
     assert merged["rows"] == {"x": {"oz": 9, "hits": [[1, 7]]}, "y": {"oz": 5, "hits": [[1, 4], [2, 3]]}}
     assert load_matrix(f"{a},{tmp_path / 'missing'}", "train") is None
+
+
+def test_beyond_cap_selects_past_the_cap_in_train_packages_only(tmp_path: Path):
+    base, out = tmp_path / "base", tmp_path / "cap4"
+    # A cap of 2 of each package's 4 functions: every package stops at the cap; all 8 kept ones are labelled.
+    cfg = JobConfig(sources=_packages(tmp_path / "src"), out=str(base), budget=8, greedy_steps=0, broadcast_top=2,
+                    package_cap=2, shard_functions=4, safety=False, workers=1, cache=str(tmp_path / "c.sqlite"),
+                    progress=False)
+    run_job(cfg)
+    splits = {s: read_rows(base, s, columns=["ir_hash", "package"]) for s in ("train", "validation", "test")}
+    train_packages = {r["package"] for r in splits["train"]}
+    assert sum(map(len, splits.values())) == 8 and splits["test"] and splits["validation"]
+    assert not extend.unlabelled_train_functions(base, extend.phase0_functions(base), 0, seed=0)
+
+    capped = extend.capped_train_items(base)
+    assert len(capped) == len(train_packages)  # the test and validation packages are never selected again
+    extend.main([str(base), "--out", str(out), "--beyond-cap", "4", "--workers", "1"])
+    rows = read_rows(out, "train")
+    labelled = {r["ir_hash"] for rows_ in splits.values() for r in rows_}
+    assert {r["package"] for r in rows} == train_packages
+    assert len(rows) == 2 * len(train_packages) and not labelled & {r["ir_hash"] for r in rows}
+    assert "past its package cap" in (out / "README.md").read_text()
+    # Resumed: the re-selected packages are files, nothing is selected or labelled twice.
+    first = _digest(out)
+    extend.main([str(base), "--out", str(out), "--beyond-cap", "4", "--workers", "1"])
+    assert _digest(out) == first
+    with pytest.raises(SystemExit, match="other settings"):
+        extend.main([str(base), "--out", str(out), "--beyond-cap", "8"])
