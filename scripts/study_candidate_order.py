@@ -3,6 +3,8 @@
 
     python scripts/study_candidate_order.py runs/EVAL_DIR [--samples 1,3,10,30] [--json OUT]
     python scripts/study_candidate_order.py MODEL_RUN --method priority_nooz --coreset-run CORESET_RUN
+    python scripts/study_candidate_order.py MODEL_RUN --method priority_nooz --coreset-run CORESET_RUN \
+        --mixture OTHER_RUN [OTHER_RUN ...] --cover-data data/llmopt-v3,data/llmopt-v3-more,data/llmopt-v3-more2
 
 An `llmopt eval` run records every candidate's pass list, instruction count and (since 2026-11-25) the
 model's log p(list).  Any reordering of the first P lists of `priority` is then a new method whose
@@ -12,6 +14,14 @@ log p / passes**alpha (`priority_rerank` is P=30, alpha=1) or by maximal margina
 their first pass (a list whose first pass was already handed out pays `lam` in score: the coreset
 wins by covering different heads).  Improvement over -Oz with the -Oz backup, as the eval reports it.
 
+Two more rows on request.  `--mixture RUN...`: an ensemble of models, each run an eval of another model
+on the same split: the union of every run's recorded lists ordered by the mean of the models'
+probabilities (a list outside a model's recorded ones gets that model's lowest recorded log p, an upper
+bound), i.e. what sequence-level ensembling would propose first.  `--cover-data TRAIN`: maximal marginal
+relevance over the training list matrix (`data_pipeline.list_matrix`, first and `frequent`): a list pays
+log(1 - share of its training savings that the lists already handed out also reach), so lists that win on
+the same training functions as earlier ones move back.
+
 Use it to choose on a validation run and then confirm once on test: every row is a method someone
 could ship, and picking the best of many rows on one split overfits that split.
 """
@@ -20,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -54,6 +65,62 @@ def diverse_heads(pool: int, lam: float) -> Order:
     return order
 
 
+def mean_logp(key: tuple[str, ...], logps: list[dict], floors: list[float]) -> float:
+    """log of the mean over models of p(key); a model that did not record `key` counts its floor."""
+    vals = [lp.get(key, floor) for lp, floor in zip(logps, floors, strict=True)]
+    top = max(vals)
+    return top + math.log(sum(math.exp(v - top) for v in vals) / len(vals))
+
+
+def mixture(runs: list[dict[str, dict]]) -> dict[str, dict]:
+    """Records whose samples are the union of every run's, ordered by the mean probability over the runs
+    (module docstring); functions missing from a run are left out."""
+    out = {}
+    for fid in set.intersection(*(set(r) for r in runs)):
+        logps = [{tuple(s["passes"]): s["logprob"] for s in run[fid]["samples"] if "logprob" in s} for run in runs]
+        union = {tuple(s["passes"]): s for run in runs for s in run[fid]["samples"]}
+        floors = [min(lp.values(), default=-50.0) for lp in logps]
+        ranked = sorted(union.values(), key=lambda s: -mean_logp(tuple(s["passes"]), logps, floors))  # noqa: B023
+        out[fid] = dict(runs[0][fid], samples=ranked)
+    return out
+
+
+def cover(pool: int, train: str) -> Order:
+    """Maximal marginal relevance over the training list matrix (module docstring)."""
+    from data_pipeline.list_matrix import load_matrix
+
+    matrix = load_matrix(train, "train", ["frequent"])
+    if matrix is None:
+        raise SystemExit(f"{train}: no list matrices (first and frequent) for its train split")
+    index = {tuple(ls): j for j, ls in enumerate(matrix["lists"])}
+    saved: dict[int, dict[str, int]] = defaultdict(dict)  # list -> {function: instructions it saves}
+    for h, entry in matrix["rows"].items():
+        for j, count in entry["hits"]:
+            if entry["oz"] > count:
+                saved[j][h] = entry["oz"] - count
+    memo: dict[tuple, float] = {}
+
+    def overlap(j: int | None, chosen: tuple[int, ...]) -> float:
+        if j is None or not chosen or not saved.get(j):
+            return 0.0
+        if (j, chosen) not in memo:
+            reached = sum(min(s, max(saved[a].get(h, 0) for a in chosen)) for h, s in saved[j].items())
+            memo[j, chosen] = reached / sum(saved[j].values())
+        return memo[j, chosen]
+
+    def order(samples: list[dict]) -> list[dict]:
+        left, out, chosen = list(samples[:pool]), [], ()
+        while left:
+            best = max(left, key=lambda s: s.get("logprob", 0.0) + math.log(max(
+                1e-6, 1.0 - overlap(index.get(tuple(s["passes"])), chosen))))
+            left.remove(best)
+            out.append(best)
+            if (j := index.get(tuple(best["passes"]))) is not None:
+                chosen = tuple(sorted({*chosen, j}))
+        return out + samples[pool:]
+    return order
+
+
 def improvement(records: dict[str, dict], base: dict[str, dict], order: Order, k: int) -> tuple[float, int]:
     """(overall improvement % over -Oz with the -Oz backup, instructions saved) at k samples."""
     pairs = []
@@ -72,6 +139,10 @@ def main() -> int:
     parser.add_argument("--samples", default="1,3,10,30")
     parser.add_argument("--method", default="priority", help="the Priority Sampling method to reorder (e.g. priority_nooz)")
     parser.add_argument("--coreset-run", type=Path, help="the eval folder with the coreset_cover records (default: RUN)")
+    parser.add_argument("--mixture", type=Path, nargs="+", default=[], metavar="RUN",
+                        help="evals of other models on the same split: add the ensemble row (module docstring)")
+    parser.add_argument("--cover-data", metavar="TRAIN",
+                        help="training mix with list matrices: add the training-coverage rows (module docstring)")
     parser.add_argument("--json", type=Path, help="also write the table as JSON")
     args = parser.parse_args()
     ks = [int(k) for k in args.samples.split(",")]
@@ -92,6 +163,12 @@ def main() -> int:
                                                       (f"{args.method} (tree order)", ps, list)]
     rows += [(f"confidence P={p} alpha={a:g}", ps, confidence(p, a)) for p in (10, 30, 100) for a in (0.5, 1.0)]
     rows += [(f"diverse heads P=30 lam={lam:g}", ps, diverse_heads(30, lam)) for lam in (0.1, 0.3, 1.0)]
+    if args.mixture:
+        others = [{r["fid"]: r for r in JsonlStore(run / "records.jsonl").read() if r["method"] == args.method}
+                  for run in args.mixture]
+        rows.append((f"mixture of {1 + len(others)} models", mixture([ps, *others]), list))
+    if args.cover_data:
+        rows += [(f"training cover P={p}", ps, cover(p, args.cover_data)) for p in (15, 30)]
     table = {}
     print(f"{len(ps)} functions; improvement over -Oz % (instructions saved), -Oz backup")
     print(f"{'order':30s}" + "".join(f"{'@' + str(k):>15s}" for k in ks))
