@@ -19,9 +19,10 @@ same seeded order, so the first functions are the base's and the rest are new (o
 under OUT/work/p0x, written when the package is done; a killed job redoes at most the one it was on):
 
     python -m data_pipeline.extend data/llmopt-v3 --out data/llmopt-v3-cap2k --beyond-cap 2000 \
-        --skip data/llmopt-v3-more --skip data/llmopt-v3-more2  Each shard is searched (phase 1) and refined
-(phase 2) in one go and written as one file, so a killed job loses at most the shard it was on and
-`--write` can assemble whatever is finished at any time.
+        --skip data/llmopt-v3-more --skip data/llmopt-v3-more2
+
+Each shard is searched (phase 1) and refined (phase 2) in one go and written as one file, so a killed
+job loses at most the shard it was on and `--write` can assemble whatever is finished at any time.
 """
 
 from __future__ import annotations
