@@ -48,7 +48,7 @@ from data_pipeline.job import (
     run_phase1_shard,
     run_phase2_shard,
 )
-from data_pipeline.writer import read_shard, shard_path, write_atomic, write_dataset, write_shard
+from data_pipeline.writer import item_path, read_shard, shard_path, write_atomic, write_dataset, write_shard
 from llmopt.dataset import read_rows
 
 PHASE = "p12"  # shard files of this job: phase 1 and 2 of one shard together
@@ -67,6 +67,11 @@ def phase0_functions(base: Path, out: Path | None = None) -> dict[str, dict]:
         for rec in read_shard(path)["rows"]:
             functions.setdefault(rec["ir_hash"], rec)
     return functions
+
+
+def beyond_cap_path(out: Path, index: int) -> Path:
+    """The file of base work item `index` selected again by `reselect_capped` (named as the base's p0 file)."""
+    return out / "work" / BEYOND_CAP / item_path(out, index).name
 
 
 def capped_train_items(base: Path) -> dict[int, str]:
@@ -89,7 +94,7 @@ def reselect_capped(base: Path, out: Path, cap: int, workers: int | None) -> Non
     cfg = JobConfig.from_file(base / "work" / "config.json", out=str(out), package_cap=cap, workers=workers,
                               progress=False)
     todo = {i: key for i, key in capped_train_items(base).items()
-            if not (out / "work" / BEYOND_CAP / f"item-{i:04d}.json.gz").exists()}
+            if not beyond_cap_path(out, i).exists()}
     if not todo:
         return
     # Only the sources that made these items: a generated source lists its units when planned.
@@ -102,7 +107,7 @@ def reselect_capped(base: Path, out: Path, cap: int, workers: int | None) -> Non
             raise SystemExit(f"{base}: work item {key!r} is not in its sources any more (catalog changed?)")
         payload = run_phase0_item(cfg, items[key], count_tokens)
         print(f"{key}: {len(payload['rows'])} functions selected with cap {cap}", flush=True)
-        write_shard(out / "work" / BEYOND_CAP / f"item-{i:04d}.json.gz", payload)
+        write_shard(beyond_cap_path(out, i), payload)
 
 
 def unlabelled_train_functions(base: Path, functions: dict[str, dict], min_tokens: int, seed: int,
