@@ -13,6 +13,7 @@ from training.set_loss import (
     collate_sets,
     encode_set_rows,
     function_weights,
+    log_coverage,
     matrix_best,
     set_loss,
     target_sets,
@@ -91,6 +92,38 @@ def test_packed_members_score_as_separate_forward_passes():
     assert got.item() == pytest.approx(expected, rel=1e-4)
     got.backward()
     assert model.model.layers[0].self_attn.q_proj.weight.grad is not None
+
+
+def test_coverage_is_the_chance_that_k_samples_reach_the_share():
+    q = torch.tensor([1e-30, 1e-9, 0.01, 0.3, 0.9, 1.0], dtype=torch.float64, requires_grad=True)
+    for k in (2, 10, 30):
+        got = log_coverage(q.log(), k)
+        want = [math.log(k * x) if x < 1e-8 else math.log(1 - (1 - x) ** k) for x in q.tolist()]
+        assert got.tolist() == pytest.approx(want, rel=1e-6)
+        got.sum().backward()
+        assert torch.isfinite(q.grad).all()
+        q.grad = None
+    assert torch.equal(log_coverage(q.log(), 1), q.log())
+    # Saturation, the reason for it: at q = 0.3 ten samples almost surely hit, so pulling q up is worth
+    # far less than at q = 0.01 (as d/d log q: the one-sample loss's is 1 at both).
+    slope = torch.autograd.grad(log_coverage(q.log(), 10).sum(), q)[0]
+    assert slope[3] * 0.3 < 0.2 and slope[2] * 0.01 > 0.9  # d log q / d log q = 1 for k = 1
+    with pytest.raises(ValueError, match="coverage"):
+        log_coverage(q.log(), 0)
+
+
+def test_coverage_loss_scores_each_function_by_its_k_sample_share():
+    model, tok = _model()
+    sets = [[(O1, 1.0), (O2, 0.5)]]
+    examples, _ = encode_set_rows([_row("a")], sets, tok, 4096)
+    batch = collate_sets(examples, tok.pad_token_id)
+    one, ten = set_loss(model, batch).item(), set_loss(model, batch, coverage=10).item()
+    ex = examples[0]
+    prompt = ex["input_ids"][: ex["prompt_len"]]
+    q = sum(math.exp(_list_logprob(model, tok, prompt, ids) + logw) for ids, logw in ex["members"])
+    tokens = len(ex["input_ids"]) - ex["prompt_len"]
+    # Same counts cross-entropy in both: the difference is the function term alone.
+    assert (one - ten) * tokens == pytest.approx(-math.log(q) + math.log(1 - (1 - q) ** 10), rel=1e-3)
 
 
 def test_prompt_weight_adds_the_mean_next_token_loss_over_the_prompts():

@@ -40,6 +40,8 @@ class TrainConfig:
     set_weighting: str = "function"       # set loss: "function" (every function alike), "saving" (each function by
                                           # the instructions its best list saves over -Oz, as the metric counts), or
                                           # "sqrt_saving" (in between)
+    set_coverage: int = 1                 # set loss: score k samples, -log(1 - (1 - q)^k) (set_loss.log_coverage):
+                                          # mass stops piling on covered functions; 1: one sample, -log q
     extra_matrices: str = ""              # set loss: named list matrices (data_pipeline.list_matrix --name), comma-
                                           # separated, merged with each dataset's first: e.g. "frequent"
     # tokenizer: an existing llmopt tokenizer/model dir, or None to train one into out_dir/tokenizer
@@ -97,6 +99,10 @@ class TrainConfig:
             raise ValueError("prompt_loss_weight needs the set loss (set_members > 0)")
         if self.set_members < 0:
             raise ValueError(f"set_members must be >= 0 (0 = one label per function), got {self.set_members}")
+        if self.set_coverage < 1:
+            raise ValueError(f"set_coverage must be >= 1 samples, got {self.set_coverage}")
+        if self.set_coverage > 1 and not self.set_members:
+            raise ValueError("set_coverage needs the set loss (set_members > 0)")
         if self.extra_matrices and not self.set_members:
             raise ValueError("extra_matrices needs the set loss (set_members > 0)")
         if self.set_weighting not in SET_WEIGHTINGS:

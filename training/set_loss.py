@@ -18,6 +18,16 @@ functions, so a function where the best list saves 20 instructions counts 20 tim
 (the default, "function", weighs every function alike and lets the many 1-instruction wins decide);
 "sqrt_saving" (sqrt S, mean 1) sits in between.
 
+`coverage=k` (> 1) asks for k samples instead of one: with q(f) = sum_l w(f, l) p(l | f), the term
+becomes
+
+    -log(1 - (1 - q)^k)
+
+the log of the chance that k independent samples reach the share q at least once.  It saturates: a
+function whose good lists already hold q ~ 1/k of the mass stops pulling, so mass that the network
+cannot tell apart by input goes on to functions not yet covered (what `coreset_cover` does with its k
+lists by greedy set cover, here per input and learned).  k = 1 is the loss above.
+
 One forward pass per batch: each function's sequence is its prompt, its main answer (pass list,
 counts, EOS, as the other policies teach it), then every other member's pass list; a 4-D attention
 mask lets each member see the prompt and itself only, and its positions restart where the main
@@ -193,11 +203,26 @@ def collate_sets(examples: Sequence[dict[str, Any]], pad_id: int) -> dict[str, t
             "answer_tokens": torch.tensor(answer_tokens)}
 
 
-def set_loss(model: Any, batch: dict[str, torch.Tensor], prompt_weight: float = 0.0) -> torch.Tensor:
+def log_coverage(log_q: torch.Tensor, k: int) -> torch.Tensor:
+    """log(1 - (1 - q)^k) from log q, finite with finite gradients for every q in (0, 1] (module
+    docstring; k = 1 returns log q).  Below q = e^-20 it is log k + log q: the relative error there,
+    about (k - 1) q / 2, is under 1e-8, and exp(log q) would underflow in the exact form."""
+    if k < 1:
+        raise ValueError(f"coverage must be >= 1 samples, got {k}")
+    if k == 1:
+        return log_q
+    log_q = log_q.double()
+    q = torch.exp(log_q.clamp(min=-20.0, max=0.0)).clamp(max=1.0 - 1e-12)  # sum w p <= 1; float rounding aside
+    exact = torch.log(-torch.expm1(k * torch.log1p(-q)))
+    return torch.where(log_q < -20.0, math.log(k) + log_q, exact)
+
+
+def set_loss(model: Any, batch: dict[str, torch.Tensor], prompt_weight: float = 0.0,
+             coverage: int = 1) -> torch.Tensor:
     """(sum over functions of W(f) * -log sum_l w p(l|f)  +  the counts' cross-entropy) / answer tokens:
     per-token scale, so the learning rates of `answer_loss` carry over (W: `function_weights`, 1 by default).
     `prompt_weight` > 0 adds that times the mean next-token cross-entropy over the prompts' IR
-    (`prompt_lm_loss`)."""
+    (`prompt_lm_loss`); `coverage` k > 1 scores k samples, -log(1 - (1 - q)^k) (`log_coverage`)."""
     hidden = model.get_decoder()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                                  position_ids=batch["position_ids"]).last_hidden_state
     flat = hidden.reshape(-1, hidden.shape[-1])
@@ -210,7 +235,8 @@ def set_loss(model: Any, batch: dict[str, torch.Tensor], prompt_weight: float = 
         0, batch["at_member"], token_lp)
     scores = member_lp + batch["member_logw"].to(member_lp.dtype)
     n_fn = int(batch["member_fn"].max()) + 1
-    total = sum(-torch.logsumexp(scores[batch["member_fn"] == b], dim=0) * batch["fn_weight"][b] for b in range(n_fn))
+    log_q = torch.stack([torch.logsumexp(scores[batch["member_fn"] == b], dim=0) for b in range(n_fn)])
+    total = -(log_coverage(log_q, coverage).to(scores.dtype) * batch["fn_weight"].to(scores.dtype)).sum()
     if batch["ce_pos"].numel():
         logits = head(flat[batch["ce_pos"]]).float()
         total = total + torch.nn.functional.cross_entropy(logits, batch["ce_tok"], reduction="sum")

@@ -145,7 +145,8 @@ def answer_loss(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
 
 
 @torch.no_grad()
-def validation_loss(model: Any, examples: list[dict[str, Any]], pad_id: int, batch_size: int) -> float:
+def validation_loss(model: Any, examples: list[dict[str, Any]], pad_id: int, batch_size: int,
+                    coverage: int = 1) -> float:
     """The training loss (answer or set loss, by the examples' kind) per answer token over `examples`."""
     was_training = model.training
     model.eval()
@@ -156,7 +157,7 @@ def validation_loss(model: Any, examples: list[dict[str, Any]], pad_id: int, bat
         chunk = examples[start:start + batch_size]
         batch = {k: v.to(device) for k, v in (collate_sets(chunk, pad_id) if sets else collate(chunk, pad_id)).items()}
         n = int(batch["answer_tokens"]) if sets else int((batch["labels"][:, 1:] != -100).sum())
-        total += float(set_loss(model, batch) if sets else answer_loss(model, batch)) * n
+        total += float(set_loss(model, batch, coverage=coverage) if sets else answer_loss(model, batch)) * n
         count += n
     model.train(was_training)
     return total / max(count, 1)
@@ -344,7 +345,8 @@ class _Trainer:
                         "training_tokens": self.state["tokens"], "context_length": cfg.context_length,
                         "data_dir": str(cfg.data_dir), "train_examples": len(self.examples),
                         "target_policy": cfg.target_policy, "set_members": cfg.set_members,
-                        "set_weighting": cfg.set_weighting, "prompt_loss_weight": cfg.prompt_loss_weight,
+                        "set_weighting": cfg.set_weighting, "set_coverage": cfg.set_coverage,
+                        "prompt_loss_weight": cfg.prompt_loss_weight,
                         "extra_matrices": cfg.extra_matrices, "stop_reason": self.stop_reason, **extra})
         return m
 
@@ -354,7 +356,7 @@ class _Trainer:
         metrics: dict[str, float] = {}
         if self.val_examples:
             metrics["val_loss"] = validation_loss(unwrapped, self.val_examples, self.tokenizer.pad_token_id,
-                                                  self.cfg.batch_size)
+                                                  self.cfg.batch_size, self.cfg.set_coverage)
         if self.callback is not None and self.main:
             metrics.update(self.callback(unwrapped, self.tokenizer))
         if not self.main:
@@ -393,7 +395,7 @@ class _Trainer:
             with sync:
                 with accelerator.autocast():  # both call the decoder itself: accelerate's autocast wraps only forward()
                     if cfg.set_members:
-                        loss = set_loss(model, batch, cfg.prompt_loss_weight) / cfg.grad_accum
+                        loss = set_loss(model, batch, cfg.prompt_loss_weight, cfg.set_coverage) / cfg.grad_accum
                     else:
                         loss = answer_loss(model, batch) / cfg.grad_accum
                 accelerator.backward(loss)
