@@ -11,7 +11,8 @@ Per benchmark, in one run:
   definition, shown so the table reads as the issue asks;
 - **agent**: the trained Pearl agent (search "agent", `llmopt.poly.agent.policy.agent_search`),
   filled in only when its policy file exists (`--policy`, default the shipped
-  `llmopt/poly/data/agent.pt`); it runs on its own fresh cache, its schedule measured like the
+  `llmopt/poly/data/agent.pt`); it runs on its own fresh cache, its schedule (the greedy walk's,
+  or the walk's schedule at an earlier branch when that is faster: `agent_search`) measured like the
   others, and its time is the agent's own (`search_seconds - measure_seconds`: walking the policy
   with its legality checks, not the timing runs).  Without a policy the column reads "n/a": no
   number is ever made up.

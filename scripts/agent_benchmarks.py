@@ -2,7 +2,8 @@
 half hour of `llmopt loops pearl-bench` (which also runs beam search with execution and Polly).
 
 Each benchmark: `agent_search` (the bench's agent column: the greedy walk, or the policy's
-`--candidates` most probable schedules, measured and kept only when faster than the original),
+`--candidates` most probable schedules, measured and kept only when faster than the original; the
+greedy walk's schedule at each branch it left is measured too unless `--final-only`),
 on a fresh cache, `--repeats` timed runs, each guarded against other work (`--quiet-cores`: a run
 during which others took more CPU is taken again once the machine is quiet; the same schedule of
 jacobi2d measured 2.15x and 1.15x in two unguarded runs on this shared 2-core machine).  Prints one line per benchmark and the geometric mean;
@@ -32,6 +33,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("policy")
     p.add_argument("--candidates", type=int, default=1, help="schedules measured per benchmark (1: greedy)")
+    p.add_argument("--final-only", action="store_true",
+                   help="greedy walk: measure its final schedule only, not also the schedule at each earlier branch")
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--quiet-cores", type=float, default=0.15, metavar="C",
                    help="retake a timed run during which other processes used more than C cores (-1: off)")
@@ -41,7 +44,8 @@ def main() -> int:
     for name, prog in benchmarks().items():
         measurer = Measurer(scratch_cache(), repeats=args.repeats,
                             quiet=args.quiet_cores if args.quiet_cores >= 0 else None)
-        res = agent_search(prog, measurer, policy_path=args.policy, candidates=args.candidates)
+        res = agent_search(prog, measurer, policy_path=args.policy, candidates=args.candidates,
+                           branches=not args.final_only)
         rows.append({"benchmark": name, **res.to_dict(), "agent_seconds": res.search_seconds - res.measure_seconds})
         measurer.close()
         print(f"{name:10s} {res.speedup:6.2f}x  agent {1000 * rows[-1]['agent_seconds']:6.0f} ms  "
@@ -50,6 +54,7 @@ def main() -> int:
     print(f"geomean {geomean:.3f}x over {len(rows)} benchmarks (candidates {args.candidates})")
     if args.out:
         Path(args.out).write_text(json.dumps({"policy": args.policy, "candidates": args.candidates,
+                                              "final_only": args.final_only,
                                               "repeats": args.repeats, "geomean": geomean, "rows": rows}, indent=1))
     return 0
 
