@@ -13,7 +13,9 @@ writes to `--out`:
   answer), `search_speedup_model_only` (the same with BSM's time less its measurements: the search
   on predictions alone, what the model itself saves), `degradation_pct` (mean of
   100 * (1 - BSM speedup / BSE speedup): how much slower the model's answer runs), and `rows`
-  (every number per benchmark) with the `config` they came from;
+  (every number per benchmark) with the `config` they came from; with `--with-agent`, `with_agent` holds the
+  same three averages for "beam-model-agent" (BSM with the Pearl agent's walk verified beside it) and the
+  rows their `bsma_*` numbers;
 - `results.md`: the table side by side with the paper's averages (106.5x faster, 15 % loss);
 - `scatter.png`: predicted vs measured speedup, test programs and benchmarks, log-log.
 
@@ -67,6 +69,7 @@ class EvalConfig:
     verify: int = DEFAULT_VERIFY
     repeats: int = 30
     threads: int = 2
+    with_agent: bool = False  # also "beam-model-agent": BSM with the Pearl agent's walk verified beside it
 
     def settings(self) -> dict:
         d = asdict(self)
@@ -121,9 +124,14 @@ def bench_one(name: str, cfg: EvalConfig, log=print) -> dict:
         shared.close()
     cached_model(cfg.model)  # loaded before BSM's clock starts
     runs = {}
-    for label, search in (("bse", beam), ("bsm", beam_model)):
+    searches = [("bse", beam, {}), ("bsm", beam_model, {"model_path": cfg.model, "verify": cfg.verify})]
+    if cfg.with_agent:
+        from llmopt.poly.agent.policy import cached_policy
+
+        cached_policy()  # loaded before the clock starts, as the cost model is
+        searches.append(("bsma", beam_model, {"model_path": cfg.model, "verify": cfg.verify, "with_agent": True}))
+    for label, search, options in searches:
         m = _fresh(cfg)
-        options = {"model_path": cfg.model, "verify": cfg.verify} if label == "bsm" else {}
         try:
             runs[label] = search(prog, m, budget_seconds=cfg.budget_seconds, width=cfg.width, depth=cfg.depth,
                                  **options)
@@ -142,6 +150,16 @@ def bench_one(name: str, cfg: EvalConfig, log=print) -> dict:
            "degradation_pct": 100.0 * (1.0 - bsm.speedup / bse.speedup) if bse.speedup > 0 else None}
     log(f"{name}: MAPE {mape:.3f}; BSE {bse.speedup:.2f}x in {bse.search_seconds:.1f} s, BSM {bsm.speedup:.2f}x "
         f"in {bsm.search_seconds:.1f} s ({model_seconds:.2f} s without measuring)")
+    if "bsma" in runs:
+        bsma = runs["bsma"]
+        picking = bsma.search_seconds - bsma.measure_seconds
+        row.update({"bsma_speedup": bsma.speedup, "bsma_search_seconds": bsma.search_seconds,
+                    "bsma_evaluations": bsma.evaluations, "bsma_model_seconds": picking,
+                    "bsma_schedule": bsma.to_dict()["schedule"],
+                    "bsma_search_speedup": bse.search_seconds / max(bsma.search_seconds, 1e-9),
+                    "bsma_search_speedup_model_only": bse.search_seconds / max(picking, 1e-9),
+                    "bsma_degradation_pct": 100.0 * (1.0 - bsma.speedup / bse.speedup) if bse.speedup > 0 else None})
+        log(f"{name}: BSM + agent {bsma.speedup:.2f}x in {bsma.search_seconds:.1f} s")
     return row
 
 
@@ -153,7 +171,11 @@ def summarize(rows: list[dict], mape_test: float) -> dict:
     return {"mape_test": mape_test, "mape_benchmarks": {r["benchmark"]: r["mape"] for r in rows},
             "mape_benchmarks_mean": mean("mape"), "search_speedup": mean("search_speedup"),
             "search_speedup_model_only": mean("search_speedup_model_only"),
-            "degradation_pct": mean("degradation_pct"), "benchmarks": len(rows), "paper": PAPER}
+            "degradation_pct": mean("degradation_pct"), "benchmarks": len(rows), "paper": PAPER,
+            **({"with_agent": {"search_speedup": mean("bsma_search_speedup"),
+                               "search_speedup_model_only": mean("bsma_search_speedup_model_only"),
+                               "degradation_pct": mean("bsma_degradation_pct")}}
+               if any("bsma_speedup" in r for r in rows) else {})}
 
 
 def _fmt(x: float | None, spec: str, unit: str = "") -> str:
@@ -182,6 +204,19 @@ def markdown(summary: dict, rows: list[dict], settings: dict) -> str:
                  f"| **{_fmt(summary['search_speedup_model_only'], '.1f', 'x')}** "
                  f"| **{_fmt(summary['degradation_pct'], '.1f')}** |")
     lines.append("| paper (Table 2) | | | | | | | 106.5x | | 15 |")
+    if "with_agent" in summary:
+        w = summary["with_agent"]
+        lines += ["", "BSM with the Pearl agent's walk verified beside its predictions (`--search beam-model-agent`), "
+                  "the same BSE as above:", "",
+                  "| benchmark | BSE speedup | BSM + agent speedup | schedule | search s | picking s (model + agent) "
+                  "| search speedup | search speedup, picking only | degradation % |", "|" + "---|" * 9]
+        for r in rows:
+            lines.append(f"| {r['benchmark']} | {r['bse_speedup']:.2f}x | {r['bsma_speedup']:.2f}x "
+                         f"| `{r['bsma_schedule']}` | {r['bsma_search_seconds']:.1f} | {r['bsma_model_seconds']:.2f} "
+                         f"| {r['bsma_search_speedup']:.1f}x | {r['bsma_search_speedup_model_only']:.1f}x "
+                         f"| {_fmt(r['bsma_degradation_pct'], '.1f')} |")
+        lines.append(f"| **average** | | | | | | **{_fmt(w['search_speedup'], '.1f', 'x')}** "
+                     f"| **{_fmt(w['search_speedup_model_only'], '.1f', 'x')}** | **{_fmt(w['degradation_pct'], '.1f')}** |")
     return "\n".join(lines + [""])
 
 
@@ -249,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--verify", type=int, default=DEFAULT_VERIFY)
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--with-agent", action="store_true",
+                   help="also run beam-model-agent (BSM with the shipped Pearl agent's walk verified beside it)")
     a = p.parse_args(argv)
     import torch
 
@@ -258,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         raise LlmoptError(f"unknown benchmarks {bad}; choose from {', '.join(NAMES)}")
     cfg = EvalConfig(a.model, a.data, names, a.small, a.schedules, a.mape_repeats, a.budget_seconds, a.width,
-                     a.depth, a.verify, a.repeats, a.threads)
+                     a.depth, a.verify, a.repeats, a.threads, a.with_agent)
     print(json.dumps(run_eval(cfg, a.out)))
     return 0
 

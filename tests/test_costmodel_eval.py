@@ -54,3 +54,15 @@ def test_eval_writes_the_issue_keys_and_resumes(model_and_data, tmp_path, monkey
 
     monkeypatch.setattr(costmodel_eval, "bench_one", must_not_run)
     assert run_eval(cfg, out, log=lambda *_: None)["mape_test"] == summary["mape_test"]
+
+
+def test_eval_with_the_agent_adds_its_columns(model_and_data, tmp_path, monkeypatch):
+    monkeypatch.setattr(costmodel_eval, "DEFAULT_CACHE_DIR", tmp_path / "cache")
+    model, data = model_and_data
+    cfg = EvalConfig(str(model), str(data), benchmarks=["jacobi2d"], small=True, schedules=2, mape_repeats=2,
+                     budget_seconds=5.0, width=2, depth=2, verify=1, repeats=2, with_agent=True)
+    summary = run_eval(cfg, tmp_path / "out", log=lambda *_: None)
+    row = json.loads((tmp_path / "out" / "results.json").read_text())["rows"][0]
+    assert set(summary["with_agent"]) == {"search_speedup", "search_speedup_model_only", "degradation_pct"}
+    assert row["bsma_speedup"] >= 1.0 and row["bsma_evaluations"] >= 1
+    assert "BSM + agent" in (tmp_path / "out" / "results.md").read_text()

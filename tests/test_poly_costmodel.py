@@ -38,7 +38,7 @@ from llmopt.poly.costmodel.model import (
     predict,
     save_model,
 )
-from llmopt.poly.costmodel.search import beam_model
+from llmopt.poly.costmodel.search import beam_model, cached_model
 from llmopt.poly.costmodel.train import TrainConfig, Trainer, evaluate, featurize_rows, train, train_epoch
 from llmopt.poly.legality import check
 from llmopt.poly.measure import Measurer
@@ -270,6 +270,25 @@ def test_beam_model_answers_a_legal_verified_schedule_never_slower(measurer, tmp
         assert measurer.measure(prog, res.schedule)["ok"]
     assert "beam-model" in SEARCHES
     assert 0 < res.measure_seconds <= res.search_seconds
+
+
+def test_beam_model_agent_verifies_the_agents_walk_beside_the_predictions(measurer, tmp_path):
+    from llmopt.poly.agent.policy import cached_policy
+    from llmopt.poly.costmodel.search import model_search
+
+    path = tmp_path / "model.pt"
+    torch.manual_seed(0)
+    save_model(CostModel(ModelConfig.tiny()), path)
+    prog = benchmark("fdtd-2d", small=True)
+    legality = measurer.legality(prog)
+    predicted = {json.dumps(s.key()) for s in model_search(prog, legality, cached_model(path), 2, 2, 2)
+                 if s.transforms}
+    walk = {json.dumps(s.key()) for s in cached_policy().walk(prog, measurer) if s.transforms}
+    res = SEARCHES["beam-model-agent"](prog, measurer, budget_seconds=30, width=2, depth=2, verify=2,
+                                       model_path=path)
+    assert res.evaluations == len(predicted | walk) and walk - predicted  # the agent adds what the model missed
+    assert res.seconds <= res.baseline_seconds and check(prog, res.schedule)[0]
+    assert json.dumps(res.schedule.key()) in predicted | walk or res.schedule == Schedule()
 
 
 def _ranking_model(seed: int = 0) -> CostModel:

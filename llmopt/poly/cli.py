@@ -77,13 +77,13 @@ def make_measurer(args: argparse.Namespace):
 
 def _search_options(args: argparse.Namespace) -> dict:
     options = {"budget_seconds": args.budget_seconds}
-    if args.search in ("beam", "greedy", "beam-model", "mcts-model") and args.depth is not None:
+    if args.search in ("beam", "greedy", "beam-model", "beam-model-agent", "mcts-model") and args.depth is not None:
         options["depth"] = args.depth
-    if args.search in ("beam", "beam-model") and args.width is not None:
+    if args.search in ("beam", "beam-model", "beam-model-agent") and args.width is not None:
         options["width"] = args.width
-    if args.search in ("beam-model", "mcts-model") and getattr(args, "cost_model", None):
+    if args.search in ("beam-model", "beam-model-agent", "mcts-model") and getattr(args, "cost_model", None):
         options["model_path"] = args.cost_model
-    if args.search == "agent" and getattr(args, "policy", None):
+    if args.search in ("agent", "beam-model-agent") and getattr(args, "policy", None):
         options["policy_path"] = args.policy
     return options
 
@@ -184,11 +184,14 @@ def _add_schedule(sub) -> None:
                    help="a benchmark name (blur, heat2d, gemm, ...) or a program JSON file (llmopt/poly/program.py)")
     p.add_argument("--search", type=_search_name, default="beam",
                    help="search: beam (default), greedy, beam-model (beam search scored by the cost model), "
-                        "mcts-model (MCTS scored by the cost model) or agent (the trained Pearl agent's schedule)")
+                        "beam-model-agent (the same, the agent's schedule verified too), mcts-model (MCTS scored "
+                        "by the cost model) or agent (the trained Pearl agent's schedule)")
     p.add_argument("--cost-model", metavar="PATH", default=None,
-                   help="cost model of --search beam-model / mcts-model (default llmopt/poly/data/costmodel.pt)")
+                   help="cost model of --search beam-model / beam-model-agent / mcts-model "
+                        "(default llmopt/poly/data/costmodel.pt)")
     p.add_argument("--policy", metavar="PATH", default=None,
-                   help="agent of --search agent: a training checkpoint (default llmopt/poly/data/agent.pt)")
+                   help="agent of --search agent / beam-model-agent: a training checkpoint "
+                        "(default llmopt/poly/data/agent.pt)")
     p.add_argument("-o", "--output", help="write the scheduled program's C here")
     _add_common(p, SCHEDULE_BUDGET)
     add_json_flag(p)

@@ -269,6 +269,13 @@ def _beam_model(prog: Program, measurer: Measurer, **options) -> SearchResult:
     return beam_model(prog, measurer, **options)
 
 
+def _beam_model_agent(prog: Program, measurer: Measurer, **options) -> SearchResult:
+    """Beam search scored by the cost model, the Pearl agent's walk verified beside its best predictions."""
+    from llmopt.poly.costmodel.search import beam_model
+
+    return beam_model(prog, measurer, with_agent=True, **options)
+
+
 def _mcts_model(prog: Program, measurer: Measurer, **options) -> SearchResult:
     """MCTS scored by the learned cost model (llmopt.poly.costmodel.mcts; imports torch)."""
     from llmopt.poly.costmodel.mcts import mcts_model
@@ -288,4 +295,4 @@ Search = Callable[..., SearchResult]
 # name -> search(program, measurer, budget_seconds=..., log=None) -> SearchResult.
 # Searches that import torch are wrapped so that `beam` and `greedy` never load it.
 SEARCHES: dict[str, Search] = {"beam": beam, "greedy": greedy, "beam-model": _beam_model,
-                               "mcts-model": _mcts_model, "agent": _agent}
+                               "beam-model-agent": _beam_model_agent, "mcts-model": _mcts_model, "agent": _agent}

@@ -30,6 +30,7 @@ models are kept per path, so a bench pays the loading once.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -142,12 +143,25 @@ def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_
 
 def beam_model(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, width: int = DEFAULT_WIDTH,
                depth: int = DEFAULT_DEPTH, verify: int = DEFAULT_VERIFY, min_gain: float = DEFAULT_MIN_GAIN,
-               model_path: str | os.PathLike | None = None, log: Callable[[str], None] | None = None
+               model_path: str | os.PathLike | None = None, with_agent: bool = False,
+               policy_path: str | os.PathLike | None = None, log: Callable[[str], None] | None = None
                ) -> SearchResult:
-    """Beam search scored by the cost model, the top `verify` predictions measured (module docstring)."""
+    """Beam search scored by the cost model, the top `verify` predictions measured (module docstring).
+    `with_agent` ("beam-model-agent"): the Pearl agent's greedy walk (`AgentPolicy.walk`, its schedule at
+    each branch it left) is verified beside them: the model ranks parallel schedules badly
+    (docs/results/costmodel/), the agent proposes them, and both pick without running anything."""
     model = cached_model(model_path)  # loaded before the clock starts
+    policy = None
+    if with_agent:
+        from llmopt.poly.agent.policy import cached_policy
+
+        policy = cached_policy(policy_path)
 
     def pick(legality: Legality, deadline: float) -> list[Schedule]:
-        return model_search(prog, legality, model, width, depth, verify, deadline, log)
+        found = model_search(prog, legality, model, width, depth, verify, deadline, log)
+        if policy is not None:
+            keys = {json.dumps(s.key()) for s in found}
+            found += [s for s in policy.walk(prog, measurer)[::-1] if json.dumps(s.key()) not in keys]
+        return found
 
     return verified(prog, measurer, pick, budget_seconds, min_gain, log)
