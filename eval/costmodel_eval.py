@@ -138,29 +138,33 @@ def bench_one(name: str, cfg: EvalConfig, log=print) -> dict:
         finally:
             m.close()
     bse, bsm = runs["bse"], runs["bsm"]
-    model_seconds = bsm.search_seconds - bsm.measure_seconds
+    versus = _versus_bse(bsm, bse)
     row = {"benchmark": name, "params": prog.params, "mape": mape, "points": points,
            "bse_speedup": bse.speedup, "bse_search_seconds": bse.search_seconds, "bse_evaluations": bse.evaluations,
-           "bse_schedule": bse.to_dict()["schedule"], "bsm_speedup": bsm.speedup,
-           "bsm_search_seconds": bsm.search_seconds, "bsm_evaluations": bsm.evaluations,
-           "bsm_measure_seconds": bsm.measure_seconds, "bsm_model_seconds": model_seconds,
-           "bsm_schedule": bsm.to_dict()["schedule"],
-           "search_speedup": bse.search_seconds / max(bsm.search_seconds, 1e-9),
-           "search_speedup_model_only": bse.search_seconds / max(model_seconds, 1e-9),
-           "degradation_pct": 100.0 * (1.0 - bsm.speedup / bse.speedup) if bse.speedup > 0 else None}
+           "bse_schedule": bse.to_dict()["schedule"],
+           **{f"bsm_{k}": v for k, v in versus.items() if k not in _AGAINST_BSE},
+           **{k: versus[k] for k in _AGAINST_BSE}}  # BSM's, unprefixed: the keys the issue names
     log(f"{name}: MAPE {mape:.3f}; BSE {bse.speedup:.2f}x in {bse.search_seconds:.1f} s, BSM {bsm.speedup:.2f}x "
-        f"in {bsm.search_seconds:.1f} s ({model_seconds:.2f} s without measuring)")
+        f"in {bsm.search_seconds:.1f} s ({versus['model_seconds']:.2f} s without measuring)")
     if "bsma" in runs:
-        bsma = runs["bsma"]
-        picking = bsma.search_seconds - bsma.measure_seconds
-        row.update({"bsma_speedup": bsma.speedup, "bsma_search_seconds": bsma.search_seconds,
-                    "bsma_evaluations": bsma.evaluations, "bsma_model_seconds": picking,
-                    "bsma_schedule": bsma.to_dict()["schedule"],
-                    "bsma_search_speedup": bse.search_seconds / max(bsma.search_seconds, 1e-9),
-                    "bsma_search_speedup_model_only": bse.search_seconds / max(picking, 1e-9),
-                    "bsma_degradation_pct": 100.0 * (1.0 - bsma.speedup / bse.speedup) if bse.speedup > 0 else None})
-        log(f"{name}: BSM + agent {bsma.speedup:.2f}x in {bsma.search_seconds:.1f} s")
+        row.update({f"bsma_{k}": v for k, v in _versus_bse(runs["bsma"], bse).items()})
+        log(f"{name}: BSM + agent {row['bsma_speedup']:.2f}x in {row['bsma_search_seconds']:.1f} s")
     return row
+
+
+_AGAINST_BSE = ("search_speedup", "search_speedup_model_only", "degradation_pct")
+
+
+def _versus_bse(res, bse) -> dict:
+    """A model search's numbers and how it compares with BSE (module docstring): its time with and
+    without the measurements, and 1 - its speedup / BSE's in percent."""
+    model_seconds = res.search_seconds - res.measure_seconds
+    return {"speedup": res.speedup, "search_seconds": res.search_seconds, "evaluations": res.evaluations,
+            "measure_seconds": res.measure_seconds, "model_seconds": model_seconds,
+            "schedule": res.to_dict()["schedule"],
+            "search_speedup": bse.search_seconds / max(res.search_seconds, 1e-9),
+            "search_speedup_model_only": bse.search_seconds / max(model_seconds, 1e-9),
+            "degradation_pct": 100.0 * (1.0 - res.speedup / bse.speedup) if bse.speedup > 0 else None}
 
 
 def summarize(rows: list[dict], mape_test: float) -> dict:
