@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from llmopt.harness.cache import scratch_cache  # noqa: E402
 from llmopt.poly.agent.imitate import ImitateConfig, split, teaching_programs  # noqa: E402
 from llmopt.poly.agent.policy import AgentPolicy  # noqa: E402
-from llmopt.poly.costmodel.data import load_rows  # noqa: E402
+from llmopt.poly.costmodel.data import load_folders  # noqa: E402
 from llmopt.poly.measure import Measurer  # noqa: E402
 from llmopt.poly.program import program_from_dict  # noqa: E402
 from llmopt.poly.schedule import Schedule  # noqa: E402
@@ -63,7 +63,7 @@ def score(policy: AgentPolicy, programs: dict[str, list[dict]], measurer: Measur
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("policy")
-    p.add_argument("data", help="cost-model data folder with search labels (e.g. data/poly-greedy)")
+    p.add_argument("data", help="cost-model data folder(s) with search labels, comma-separated (e.g. data/poly-greedy)")
     p.add_argument("--validation", type=float, default=ImitateConfig.validation)
     p.add_argument("--split-seed", type=int, default=ImitateConfig.split_seed)
     p.add_argument("--min-gain", type=float, default=ImitateConfig.min_gain)
@@ -71,9 +71,10 @@ def main() -> int:
     p.add_argument("--parts", default="train,validation", help="which programs: train, validation or both")
     p.add_argument("--out", help="JSON results file")
     args = p.parse_args()
-    by_program = teaching_programs(load_rows(args.data), args.min_gain)  # imitate's programs, split as it does
+    by_program = teaching_programs(load_folders(args.data), args.min_gain)  # imitate's programs, split as it does
     train, val = split(list(by_program), args.validation, args.split_seed)
-    config = json.loads((Path(args.data) / "config.json").read_text()) if Path(args.data).is_dir() else {}
+    first = Path(args.data.split(",")[0])  # the folders' timing settings are alike (their config.json)
+    config = json.loads((first / "config.json").read_text()) if first.is_dir() else {}
     policy = AgentPolicy(args.policy)
     measurer = Measurer(scratch_cache(), repeats=config.get("repeats", 5), threads=config.get("threads", 2), quiet=0.15)
     parts = {"train": train, "validation": val}

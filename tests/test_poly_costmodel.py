@@ -163,10 +163,30 @@ def test_a_folder_from_before_a_setting_existed_resumes_with_its_default(data_di
     old = tmp_path / "old"
     shutil.copytree(data_dir, old)
     config = json.loads((old / "config.json").read_text())
-    for key in ("source", "greedy_width", "greedy_depth", "iterations"):
+    for key in ("source", "greedy_width", "greedy_depth", "iterations", "limits"):
         config.pop(key)
     (old / "config.json").write_text(json.dumps(config))
     assert collect(old, range(3), CFG, workers=1, cache_path=str(old / "cache.sqlite"), progress=False) == 0
+
+
+def test_generator_limits_reach_the_programs_and_the_config(tmp_path):
+    """`--limit p_double_buffer=1 --limit p_time=1`: recorded in config.json, drawn into the programs
+    (a ping-pong stencil somewhere), refused when the name is not a limit or the value is not JSON."""
+    from llmopt.errors import UsageError
+    from llmopt.poly.costmodel.data import _limits, main
+
+    assert _limits(["p_double_buffer=0.5", "computations=[1, 2]"]) == {"p_double_buffer": 0.5, "computations": (1, 2)}
+    for bad in ("p_double_buffer", "nosuch=1", "iterations=[1, 2]", "p_time=high"):
+        with pytest.raises(UsageError, match="--limit"):
+            _limits([bad])
+    out = tmp_path / "db"
+    main([str(out), "--programs", "4", "--small", "--repeats", "1", "--schedules-per-program", "2",
+          "--limit", "p_double_buffer=1", "--limit", "p_time=1", "--cache", str(tmp_path / "cache.sqlite")])
+    assert json.loads((out / "config.json").read_text())["limits"] == {"p_double_buffer": 1, "p_time": 1}
+    bodies = [s["body"] for r in load_rows(out) for s in r["program"]["statements"]]
+    assert any("[(t + 1) % 2]" in b for b in bodies)
+    with pytest.raises(UsageError, match="collected with"):  # the same folder without the limits
+        collect(out, range(4), DataConfig(schedules_per_program=2, repeats=1, small=True), progress=False)
 
 
 def test_forward_on_an_imperfect_nest_and_transformed_schedules():

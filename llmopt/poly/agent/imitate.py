@@ -267,17 +267,17 @@ def ensemble(rows: list[dict], out: str | Path, cfg: ImitateConfig, members: int
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m llmopt.poly.agent.imitate", description=__doc__.split("\n")[0])
-    p.add_argument("data", help="cost-model data folder (llmopt.poly.costmodel.data)")
+    p.add_argument("data", help="cost-model data folder(s), comma-separated (llmopt.poly.costmodel.data)")
     p.add_argument("--out", required=True, help="run folder: checkpoint.pt, log.csv, config.json")
     p.add_argument("--members", type=int, default=1,
                    help="train this many seeds and ship them as one ensemble policy (default 1: one policy)")
     for name, value in asdict(ImitateConfig()).items():
         p.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
     args = p.parse_args(argv)
-    from llmopt.poly.costmodel.data import load_rows
+    from llmopt.poly.costmodel.data import load_folders
 
     cfg = ImitateConfig(**{k: getattr(args, k) for k in asdict(ImitateConfig())})
-    rows = load_rows(args.data)
+    rows = load_folders(args.data)
     if not rows:
         raise UsageError(f"no rows in {args.data}")
     if args.members < 1:

@@ -50,6 +50,7 @@ finished programs (a few hundred rows) to a committed sample folder with a card.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import os
@@ -86,6 +87,12 @@ class DataConfig:
     greedy_width: int = 12  # greedy: candidates measured per step (parallelization and interchange always)
     greedy_depth: int = 3  # greedy: transformations per branch at most
     iterations: tuple[float, float] | None = None  # generator.Limits.iterations override (None: its default)
+    limits: dict | None = None  # other generator.Limits overrides, e.g. {"p_double_buffer": 0.5} (`--limit`)
+
+
+def generator_limits(cfg: DataConfig) -> dict:
+    """The `random_program` keyword overrides of a data folder's settings."""
+    return {**(cfg.limits or {}), **({"iterations": tuple(cfg.iterations)} if cfg.iterations else {})}
 
 
 def _random_action(legality, pos, rng: random.Random) -> int | None:
@@ -222,7 +229,7 @@ def measure_program(seed: int) -> dict:
     from llmopt.poly.program import ProgramError
 
     measurer, cfg = _worker["measurer"], _worker["cfg"]
-    prog = random_program(seed, cfg.small, **({"iterations": tuple(cfg.iterations)} if cfg.iterations else {}))
+    prog = random_program(seed, cfg.small, **generator_limits(cfg))
     try:
         measurer.reference(prog)
     except ProgramError as err:
@@ -473,6 +480,11 @@ def load_rows(data: str | os.PathLike) -> list[dict]:
     return rows
 
 
+def load_folders(spec: str) -> list[dict]:
+    """`load_rows` of each folder in a comma-separated list (e.g. `data/poly-greedy,data/poly-greedy-db`)."""
+    return [row for folder in spec.split(",") if folder for row in load_rows(folder)]
+
+
 def pack(out: str | os.PathLike) -> int:
     """Move every loose finished program into its block's packed file; returns the programs moved."""
     out = Path(out)
@@ -548,6 +560,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=float, nargs=2, metavar=("LO", "HI"),
                    help="statement instances per program (the generator's default: 4e6 4e7, ~1-50 ms); larger "
                    "programs are where parallelization pays, as in the benchmarks")
+    p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a generator limit (llmopt.poly.generator.Limits), e.g. p_double_buffer=0.5; "
+                        "repeatable, recorded in config.json")
     p.add_argument("--quiet-cores", type=float, default=0.15, metavar="C",
                    help="take a timed run again when other processes used more than C cores during it (one "
                    "local worker only; a negative C turns the guard off)")
@@ -570,7 +585,27 @@ def _config(args: argparse.Namespace) -> DataConfig:
         raise UsageError("--greedy-width and --greedy-depth must be at least 1")
     return DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small, source=args.source,
                       greedy_width=args.greedy_width, greedy_depth=args.greedy_depth,
-                      iterations=tuple(args.iterations) if args.iterations else None)
+                      iterations=tuple(args.iterations) if args.iterations else None,
+                      limits=_limits(args.limit) or None)
+
+
+def _limits(items: list[str]) -> dict:
+    """`--limit NAME=VALUE` options as generator overrides (values are JSON: 0.5, [1, 2]), checked."""
+    from llmopt.poly.generator import Limits
+
+    known = {f.name for f in dataclasses.fields(Limits)} - {"iterations"}
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or name not in known:
+            raise UsageError(f"--limit {item!r}: expected NAME=VALUE with NAME one of {sorted(known)}")
+        try:
+            out[name] = json.loads(value)
+        except json.JSONDecodeError:
+            raise UsageError(f"--limit {item!r}: the value must be a number or a JSON list") from None
+        if isinstance(out[name], list):
+            out[name] = tuple(out[name])
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
