@@ -24,6 +24,7 @@ from llmopt.poly.costmodel.data import (
     GREEDY_MIN_GAIN,
     DataConfig,
     collect,
+    load_folders,
     load_rows,
     program_file,
     program_schedules,
@@ -169,7 +170,7 @@ def test_a_folder_from_before_a_setting_existed_resumes_with_its_default(data_di
     assert collect(old, range(3), CFG, workers=1, cache_path=str(old / "cache.sqlite"), progress=False) == 0
 
 
-def test_generator_limits_reach_the_programs_and_the_config(tmp_path):
+def test_generator_limits_reach_the_programs_and_the_config(data_dir, tmp_path):
     """`--limit p_double_buffer=1 --limit p_time=1`: recorded in config.json, drawn into the programs
     (a ping-pong stencil somewhere), refused when the name is not a limit or the value is not JSON."""
     from llmopt.errors import UsageError
@@ -187,6 +188,8 @@ def test_generator_limits_reach_the_programs_and_the_config(tmp_path):
     assert any("[(t + 1) % 2]" in b for b in bodies)
     with pytest.raises(UsageError, match="collected with"):  # the same folder without the limits
         collect(out, range(4), DataConfig(schedules_per_program=2, repeats=1, small=True), progress=False)
+    both = load_folders(f"{data_dir},{out}")  # imitation and agent_offline read several folders so
+    assert both == load_rows(data_dir) + load_rows(out)
 
 
 def test_forward_on_an_imperfect_nest_and_transformed_schedules():
