@@ -71,10 +71,16 @@ def test_double_buffers_are_opt_in_and_older_seeds_keep_their_programs():
     from pathlib import Path
 
     assert not any("% 2" in s.body for seed in SEEDS for s in random_program(seed).statements)
-    packed = Path(__file__).resolve().parent.parent / "data" / "poly-greedy" / "packed" / "1000.jsonl.gz"
-    with gzip.open(packed, "rt") as f:
-        row = next(json.loads(line) for line in f if json.loads(line)["seed"] == 100000)
-    assert random_program(100000, iterations=(1.5e7, 1.5e8)).to_dict() == row["program"]
+    data = Path(__file__).resolve().parent.parent / "data"
+
+    def measured(folder: str, block: int, seed: int) -> dict:
+        with gzip.open(data / folder / "packed" / f"{block}.jsonl.gz", "rt") as f:
+            return next(row for row in map(json.loads, f) if row["seed"] == seed)["program"]
+
+    assert random_program(100000, iterations=(1.5e7, 1.5e8)).to_dict() == measured("poly-greedy", 1000, 100000)
+    # and the double-buffer folder's programs are what its config.json's limits draw
+    db = random_program(200001, iterations=(1.5e7, 1.5e8), p_double_buffer=1, p_time=0.7)
+    assert db.to_dict() == measured("poly-greedy-db", 2000, 200001)
 
 
 def test_double_buffered_stencils_compile_match_and_keep_time_sequential(measurer):

@@ -190,16 +190,12 @@ class _Builder:
         loops = self.nest(depth, shares)
         space = [lp for lp in loops if not lp.time] or loops
         # Drawn only when enabled: with p_double_buffer = 0 the random stream (every older seed's program) is unchanged.
-        if (loops[0].time and self.lim.p_double_buffer > 0 and self.rng.random() < self.lim.p_double_buffer):
+        if loops[0].time and self.lim.p_double_buffer > 0 and self.rng.random() < self.lim.p_double_buffer:
             lhs, reads = self.double_buffer(space)
-            self.written.append(lhs.split("[", 1)[0])
-            domain = " and ".join(lp.domain(loops[i - 1] if i else None) for i, lp in enumerate(loops))
-            self.stmts.append({"name": f"S{k}", "iterators": [lp.name for lp in loops], "domain": domain,
-                               "body": f"{lhs} = {_average(reads, self.rng)}", "shares": shares})
-            self.loops.append(loops)
-            return
-        reads = [self.read(space) for _ in range(self.rng.randint(*self.lim.reads))]
-        lhs, reduction = self.write(space)
+            reduction = False
+        else:
+            reads = [self.read(space) for _ in range(self.rng.randint(*self.lim.reads))]
+            lhs, reduction = self.write(space)
         self.written.append(lhs.split("[", 1)[0])
         body = f"{lhs} += {_product(reads, self.rng)}" if reduction else f"{lhs} = {_average(reads, self.rng)}"
         domain = " and ".join(lp.domain(loops[i - 1] if i else None) for i, lp in enumerate(loops))
