@@ -188,7 +188,7 @@ def test_generator_limits_reach_the_programs_and_the_config(data_dir, tmp_path):
     assert any("[(t + 1) % 2]" in b for b in bodies)
     with pytest.raises(UsageError, match="collected with"):  # the same folder without the limits
         collect(out, range(4), DataConfig(schedules_per_program=2, repeats=1, small=True), progress=False)
-    both = load_folders(f"{data_dir},{out}")  # imitation and agent_offline read several folders so
+    both = load_folders(f"{data_dir},{out}")  # how imitation and agent_offline read several folders
     assert both == load_rows(data_dir) + load_rows(out)
 
 
