@@ -361,6 +361,33 @@ def test_an_ensemble_policy_follows_its_members_mean_log_probabilities(measurer,
     assert check(prog, policy.schedule(prog, measurer))[0]
 
 
+def test_distillation_makes_one_network_that_walks_like_the_ensemble(measurer, tmp_path):
+    """A two-member ensemble distilled into one network: the student file holds one model, and its
+    greedy walks take the teacher's actions on the programs it was distilled on."""
+    from llmopt.poly.agent.distill import DistillConfig, distill, fresh_programs, walk_agreement
+    from llmopt.poly.agent.imitate import ImitateConfig, ensemble
+    from llmopt.poly.costmodel.data import program_schedules
+
+    rows = []
+    for name in ("mvt", "gemm"):
+        prog = benchmark(name, small=True)
+        scheds = program_schedules(prog, measurer.legality(prog), 4, seed=2)
+        rows += [{"hash": prog.hash(), "program": prog.to_dict(), "schedule": s.to_list(), "speedup": 1.0 + k}
+                 for k, s in enumerate(scheds)]
+    teacher_path = ensemble(rows, tmp_path / "ens", ImitateConfig(epochs=20, validation=0.0, hidden=16, heads=1), 2,
+                            log=None)
+    cfg = DistillConfig(epochs=60, validation=0.0, fresh=0, lr=3e-3)
+    student_path = distill(teacher_path, rows, tmp_path / "student", cfg, log=None)
+    student, teacher = AgentPolicy(student_path), AgentPolicy(teacher_path)
+    assert len(student.models) == 1 and len(teacher.models) == 2
+    progs = [benchmark(name, small=True) for name in ("mvt", "gemm")]
+    assert walk_agreement(student, teacher, progs) == 1.0
+    assert student.schedule(progs[0], measurer) == teacher.schedule(progs[0], measurer)
+    assert len(list(csv.DictReader((tmp_path / "student" / "log.csv").open()))) == 60
+    fresh = fresh_programs(2, 300_000)
+    assert len({p.hash() for p in fresh}) == 2
+
+
 def test_the_validation_split_keeps_each_program_on_its_side_as_the_data_grows():
     from llmopt.poly.agent.imitate import split
 
