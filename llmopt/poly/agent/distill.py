@@ -39,7 +39,7 @@ from torch_geometric.data import Batch
 
 from llmopt.errors import LlmoptError, UsageError, run_main
 from llmopt.outputs import atomic_target, write_atomic
-from llmopt.poly.agent.imitate import demonstrations, split
+from llmopt.poly.agent.imitate import add_config_flags, config_from_flags, demonstrations, load_data, split
 from llmopt.poly.agent.model import ActorCritic
 from llmopt.poly.agent.policy import AgentPolicy
 from llmopt.poly.agent.state import graph
@@ -219,16 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("teacher", help="the policy file to distill (e.g. an `imitate --members N` checkpoint)")
     p.add_argument("data", help="the teacher's data folder(s), comma-separated (llmopt.poly.costmodel.data)")
     p.add_argument("--out", required=True, help="run folder: checkpoint.pt, log.csv, config.json")
-    for name, value in asdict(DistillConfig()).items():
-        p.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
+    add_config_flags(p, DistillConfig)
     args = p.parse_args(argv)
-    from llmopt.poly.costmodel.data import load_folders
-
-    cfg = DistillConfig(**{k: getattr(args, k) for k in asdict(DistillConfig())})
-    rows = load_folders(args.data)
-    if not rows:
-        raise UsageError(f"no rows in {args.data}")
-    print(f"policy: {distill(args.teacher, rows, args.out, cfg)}")
+    rows = load_data(args.data)
+    print(f"policy: {distill(args.teacher, rows, args.out, config_from_flags(args, DistillConfig))}")
     return 0
 
 

@@ -265,21 +265,36 @@ def ensemble(rows: list[dict], out: str | Path, cfg: ImitateConfig, members: int
     return out / "checkpoint.pt"
 
 
+def add_config_flags(parser: argparse.ArgumentParser, config_class) -> None:
+    """One `--flag-name` per field of the dataclass `config_class`, its default the field's."""
+    for name, value in asdict(config_class()).items():
+        parser.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
+
+
+def config_from_flags(args: argparse.Namespace, config_class):
+    """The `config_class` instance that `add_config_flags`'s flags describe."""
+    return config_class(**{k: getattr(args, k) for k in asdict(config_class())})
+
+
+def load_data(spec: str) -> list[dict]:
+    """The rows of the comma-separated data folders `spec`; a usage error when there are none."""
+    from llmopt.poly.costmodel.data import load_folders
+
+    rows = load_folders(spec)
+    if not rows:
+        raise UsageError(f"no rows in {spec}")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m llmopt.poly.agent.imitate", description=__doc__.split("\n")[0])
     p.add_argument("data", help="cost-model data folder(s), comma-separated (llmopt.poly.costmodel.data)")
     p.add_argument("--out", required=True, help="run folder: checkpoint.pt, log.csv, config.json")
     p.add_argument("--members", type=int, default=1,
                    help="train this many seeds and ship them as one ensemble policy (default 1: one policy)")
-    for name, value in asdict(ImitateConfig()).items():
-        p.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
+    add_config_flags(p, ImitateConfig)
     args = p.parse_args(argv)
-    from llmopt.poly.costmodel.data import load_folders
-
-    cfg = ImitateConfig(**{k: getattr(args, k) for k in asdict(ImitateConfig())})
-    rows = load_folders(args.data)
-    if not rows:
-        raise UsageError(f"no rows in {args.data}")
+    cfg, rows = config_from_flags(args, ImitateConfig), load_data(args.data)
     if args.members < 1:
         raise UsageError("--members must be at least 1")
     path = imitate(rows, args.out, cfg) if args.members == 1 else ensemble(rows, args.out, cfg, args.members)
