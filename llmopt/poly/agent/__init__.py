@@ -14,6 +14,10 @@ The modules, in the order data flows through them:
 - `ppo`: rollout buffer, GAE and the clipped PPO update (Table 4.2's hyper-parameters);
 - `pretrain`: actor-critic pre-training on execution-time prediction (Pearl §5.2);
 - `train`: the training loop (resumable checkpoints, CSV log) and its command line;
+- `imitate`: the policy learned from measured schedules instead (advantage-weighted cloning of search
+  labels; `--members N` trains an ensemble), what the shipped policy comes from;
+- `distill`: an ensemble made one network (its action distribution on its training states and on its
+  own walks over fresh random programs), so the agent pays one forward pass a step;
 - `policy`: `AgentPolicy`, a trained checkpoint applied greedily (`schedule`) or as a beam of
   candidates (`candidates`).
 
