@@ -376,7 +376,7 @@ def test_distillation_makes_one_network_that_walks_like_the_ensemble(measurer, t
                  for k, s in enumerate(scheds)]
     teacher_path = ensemble(rows, tmp_path / "ens", ImitateConfig(epochs=20, validation=0.0, hidden=16, heads=1), 2,
                             log=None)
-    cfg = DistillConfig(epochs=60, validation=0.0, fresh=0, lr=3e-3)
+    cfg = DistillConfig(epochs=60, validation=0.0, fresh=0, lr=3e-3, init_member=-1)  # a fresh network: it must learn
     student_path = distill(teacher_path, rows, tmp_path / "student", cfg, log=None)
     student, teacher = AgentPolicy(student_path), AgentPolicy(teacher_path)
     assert len(student.models) == 1 and len(teacher.models) == 2

@@ -95,6 +95,14 @@ def walk_weights(speedups: list[float], temperature: float) -> np.ndarray:
     return w / w.sum()
 
 
+def first_programs(rows: list[dict], n: int) -> list[dict]:
+    """The rows of the first `n` programs in row order (all when `n` is 0): `--programs`."""
+    if not n:
+        return rows
+    keep = set(list(dict.fromkeys(r["hash"] for r in rows))[:n])
+    return [r for r in rows if r["hash"] in keep]
+
+
 def teaching_programs(rows: list[dict], min_gain: float = 1.0) -> dict[str, list[dict]]:
     """{program hash: its rows} of the programs that teach: those whose best row reaches `min_gain`."""
     by_program: dict[str, list[dict]] = defaultdict(list)
@@ -197,9 +205,7 @@ def imitate(rows: list[dict], out: str | Path, cfg: ImitateConfig | None = None,
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)
     torch.manual_seed(cfg.seed)
-    if cfg.programs:
-        keep = set(list(dict.fromkeys(r["hash"] for r in rows))[: cfg.programs])
-        rows = [r for r in rows if r["hash"] in keep]
+    rows = first_programs(rows, cfg.programs)
     t0 = time.time()
     if cfg.targets not in TARGETS:
         raise UsageError(f"targets must be one of {', '.join(TARGETS)}, not {cfg.targets!r}")
