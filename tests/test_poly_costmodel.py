@@ -296,19 +296,31 @@ def test_beam_model_answers_a_legal_verified_schedule_never_slower(measurer, tmp
 
 
 def test_beam_model_agent_verifies_the_agents_walk_beside_the_predictions(measurer, tmp_path):
+    from llmopt.poly.actions import ACTIONS, NEXT
+    from llmopt.poly.agent.model import ActorCritic
     from llmopt.poly.agent.policy import cached_policy
     from llmopt.poly.costmodel.search import model_search
 
     path = tmp_path / "model.pt"
     torch.manual_seed(0)
     save_model(CostModel(ModelConfig.tiny()), path)
+    # A policy of its own (not the shipped one, whose walks change as it is retrained): it unrolls every
+    # branch by 2, a walk longer than the model's depth-2 beam can propose, so it adds what the model missed.
+    unroller = ActorCritic(hidden=8, heads=1)
+    with torch.no_grad():
+        head = unroller.policy[-1]
+        head.weight.zero_()
+        head.bias.fill_(-5.0)
+        head.bias[[a.name for a in ACTIONS].index("U(2)")], head.bias[NEXT] = 5.0, 0.0
+    policy_path = tmp_path / "unroller.pt"
+    torch.save({"model": unroller.state_dict(), "model_config": unroller.config}, policy_path)
     prog = benchmark("fdtd-2d", small=True)
     legality = measurer.legality(prog)
     predicted = {json.dumps(s.key()) for s in model_search(prog, legality, cached_model(path), 2, 2, 2)
                  if s.transforms}
-    walk = {json.dumps(s.key()) for s in cached_policy().walk(prog, measurer) if s.transforms}
+    walk = {json.dumps(s.key()) for s in cached_policy(policy_path).walk(prog, measurer) if s.transforms}
     res = SEARCHES["beam-model-agent"](prog, measurer, budget_seconds=30, width=2, depth=2, verify=2,
-                                       model_path=path)
+                                       model_path=path, policy_path=policy_path)
     assert res.evaluations == len(predicted | walk) and walk - predicted  # the agent adds what the model missed
     assert res.seconds <= res.baseline_seconds and check(prog, res.schedule)[0]
     assert json.dumps(res.schedule.key()) in predicted | walk or res.schedule == Schedule()
