@@ -81,6 +81,8 @@ class DistillConfig:
 class State:
     graph: object
     program: str  # hash, for the split
+    logp: torch.Tensor | None = None  # the teacher's action log-probabilities [56] (`teacher_targets`)
+    value: torch.Tensor | None = None  # and its value
 
 
 def fresh_programs(n: int, seed_base: int) -> list[Program]:
@@ -101,34 +103,35 @@ def walk_states(teacher: AgentPolicy, prog: Program) -> list[State]:
 
 
 @torch.no_grad()
-def teacher_targets(teacher: AgentPolicy, states: list[State], chunk: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
-    """(action log-probabilities [N, 56], values [N]) of the teacher: its (mean) log-probabilities,
-    normalized, and its members' mean value."""
-    logp, values = [], []
+def teacher_targets(teacher: AgentPolicy, states: list[State], chunk: int = 256) -> None:
+    """Set each state's `logp` and `value`: the teacher's (mean) log-probabilities, normalized, and its
+    members' mean value."""
     for lo in range(0, len(states), chunk):
-        batch = Batch.from_data_list([s.graph for s in states[lo: lo + chunk]])
-        logp.append(torch.log_softmax(teacher.logits(batch), -1))
-        values.append(torch.stack([m(batch)[1] for m in teacher.models]).mean(0))
-    return torch.cat(logp), torch.cat(values)
+        part = states[lo: lo + chunk]
+        batch = Batch.from_data_list([s.graph for s in part])
+        logp = torch.log_softmax(teacher.logits(batch), -1)
+        values = torch.stack([m(batch)[1] for m in teacher.models]).mean(0)
+        for s, lp, v in zip(part, logp, values, strict=True):
+            s.logp, s.value = lp, v
 
 
-def _loss(student: ActorCritic, graphs: list, logp: torch.Tensor, values: torch.Tensor, value_weight: float,
-          temperature: float = 1.0) -> torch.Tensor:
+def _loss(student: ActorCritic, states: list[State], value_weight: float, temperature: float = 1.0) -> torch.Tensor:
     """Soft-target cross-entropy at `temperature` (times its square, so gradients keep their scale)
     plus `value_weight` times the value error."""
-    logits, value = student(Batch.from_data_list(graphs))
-    target = torch.softmax(logp / temperature, -1)
+    logits, value = student(Batch.from_data_list([s.graph for s in states]))
+    target = torch.softmax(torch.stack([s.logp for s in states]) / temperature, -1)
     soft_ce = -(target * torch.log_softmax(logits / temperature, -1)).sum(-1).mean() * temperature ** 2
-    return soft_ce + value_weight * ((value - values) ** 2).mean()
+    return soft_ce + value_weight * ((value - torch.stack([s.value for s in states])) ** 2).mean()
 
 
 @torch.no_grad()
-def _validate(student: ActorCritic, states: list[State], logp: torch.Tensor, values: torch.Tensor,
-              cfg: DistillConfig) -> tuple[float, float]:
+def _validate(student: ActorCritic, states: list[State], cfg: DistillConfig) -> tuple[float, float]:
     """(loss, share of states where the student's top action is the teacher's) on held-out states."""
-    graphs = [s.graph for s in states]
-    loss = _loss(student, graphs, logp, values, cfg.value_weight, cfg.kd_temperature).item()
-    top1 = (student(Batch.from_data_list(graphs))[0].argmax(1) == logp.argmax(1)).float().mean()
+    if not states:
+        return float("nan"), float("nan")
+    loss = _loss(student, states, cfg.value_weight, cfg.kd_temperature).item()
+    logits = student(Batch.from_data_list([s.graph for s in states]))[0]
+    top1 = (logits.argmax(1) == torch.stack([s.logp for s in states]).argmax(1)).float().mean()
     return loss, float(top1)
 
 
@@ -143,6 +146,41 @@ def walk_agreement(student: AgentPolicy, teacher: AgentPolicy, progs: list[Progr
     return same / max(len(progs), 1)
 
 
+def gather_states(teacher: AgentPolicy, rows: list[dict], cfg: DistillConfig,
+                  log) -> tuple[list[State], dict[str, Program], int]:
+    """(states, {hash: program}, how many of the states are demonstrations): the data's demonstration
+    states, then the teacher's walks on the data's programs and `cfg.fresh` random ones."""
+    states: list[State] = []
+    for h, steps in demonstrations(rows, cfg.temperature).items():
+        states += [State(s.graph, h) for s in steps]
+    n_demo = len(states)
+    progs = {r["hash"]: program_from_dict(r["program"]) for r in rows}
+    progs.update({p.hash(): p for p in fresh_programs(cfg.fresh, cfg.seed_base)})
+    for h, prog in list(progs.items()):
+        try:
+            states += walk_states(teacher, prog)
+        except LlmoptError as err:  # a program isl cannot analyse: leave it out rather than stop the run
+            log(f"left out {prog.name}: {err}")
+            del progs[h]
+    return states, progs, n_demo
+
+
+def _train_epoch(student: ActorCritic, opt, sched, states: list[State], rng, cfg: DistillConfig) -> float:
+    """One pass over `states` in random minibatches; returns the mean training loss."""
+    student.train()
+    order, total = rng.permutation(len(states)), 0.0
+    for lo in range(0, len(order), cfg.minibatch):
+        batch = [states[i] for i in order[lo: lo + cfg.minibatch]]
+        loss = _loss(student, batch, cfg.value_weight, cfg.kd_temperature)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        total += loss.item() * len(batch)
+    student.eval()
+    return total / len(states)
+
+
 def distill(teacher_path: str | Path, rows: list[dict], out: str | Path, cfg: DistillConfig | None = None,
             log=print) -> Path:
     """Train a one-network student of the policy at `teacher_path` into `out`; returns its checkpoint."""
@@ -153,27 +191,14 @@ def distill(teacher_path: str | Path, rows: list[dict], out: str | Path, cfg: Di
     torch.manual_seed(cfg.seed)
     t0 = time.time()
     teacher = AgentPolicy(teacher_path)
-    rows = first_programs(rows, cfg.programs)
-    states: list[State] = []
-    for h, steps in demonstrations(rows, cfg.temperature).items():
-        states += [State(s.graph, h) for s in steps]
-    progs = {r["hash"]: program_from_dict(r["program"]) for r in rows}
-    progs.update({p.hash(): p for p in fresh_programs(cfg.fresh, cfg.seed_base)})
-    n_demo = len(states)
-    for h, prog in list(progs.items()):
-        try:
-            states += walk_states(teacher, prog)
-        except LlmoptError as err:  # a program isl cannot analyse: leave it out rather than stop the run
-            log(f"left out {prog.name}: {err}")
-            del progs[h]
+    states, progs, n_demo = gather_states(teacher, first_programs(rows, cfg.programs), cfg, log)
     train_p, val_p = split(list(progs), cfg.validation, cfg.split_seed)
     val_set = set(val_p)
     train_s = [s for s in states if s.program not in val_set]
     val_s = [s for s in states if s.program in val_set]
     if not train_s:
         raise UsageError("no states to distill on: the data and --fresh gave no programs")
-    logp, values = teacher_targets(teacher, states)
-    index = {id(s): k for k, s in enumerate(states)}
+    teacher_targets(teacher, states)
     log(f"{len(states)} states ({n_demo} of demonstrations, {len(states) - n_demo} of teacher walks) of "
         f"{len(progs)} programs; {len(val_p)} programs held out ({time.time() - t0:.0f} s to build)")
     student = ActorCritic(**teacher.models[0].config)
@@ -185,34 +210,18 @@ def distill(teacher_path: str | Path, rows: list[dict], out: str | Path, cfg: Di
     rng = np.random.default_rng(cfg.seed)
     val_progs = [progs[h] for h in val_p]
     write_atomic(out / "config.json", json.dumps({**asdict(cfg), "teacher": str(teacher_path)}, indent=1) + "\n")
-
-    def targets(batch: list[State]) -> tuple[torch.Tensor, torch.Tensor]:
-        ix = torch.tensor([index[id(s)] for s in batch])
-        return logp[ix], values[ix]
-
     best = -1.0
     with (out / "log.csv").open("w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["epoch", "train_loss", "val_loss", "val_top1", "walk_agreement", "minutes"])
         for epoch in range(cfg.epochs):
-            student.train()
-            order, total = rng.permutation(len(train_s)), 0.0
-            for lo in range(0, len(order), cfg.minibatch):
-                batch = [train_s[i] for i in order[lo: lo + cfg.minibatch]]
-                loss = _loss(student, [s.graph for s in batch], *targets(batch), cfg.value_weight, cfg.kd_temperature)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                sched.step()
-                total += loss.item() * len(batch)
-            student.eval()
-            val, top1 = _validate(student, val_s, *targets(val_s), cfg) if val_s else (float("nan"), float("nan"))
+            train = _train_epoch(student, opt, sched, train_s, rng, cfg)
+            val, top1 = _validate(student, val_s, cfg)
             agree = walk_agreement(AgentPolicy.of([student]), teacher, val_progs)
-            writer.writerow([epoch, f"{total / len(train_s):.5g}", f"{val:.5g}", f"{top1:.4g}", f"{agree:.4g}",
+            writer.writerow([epoch, f"{train:.5g}", f"{val:.5g}", f"{top1:.4g}", f"{agree:.4g}",
                              f"{(time.time() - t0) / 60:.3g}"])
             f.flush()
-            log(f"epoch {epoch}: train {total / len(train_s):.4f} validation {val:.4f} top-1 {top1:.3f} "
-                f"walk agreement {agree:.3f}")
+            log(f"epoch {epoch}: train {train:.4f} validation {val:.4f} top-1 {top1:.3f} walk agreement {agree:.3f}")
             if agree >= best:  # keep the epoch whose walks follow the teacher's most (ties: the later)
                 best = agree
                 _save(out / "checkpoint.pt", student, cfg, epoch, str(teacher_path), agree)

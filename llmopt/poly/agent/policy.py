@@ -36,7 +36,7 @@ from llmopt.poly.actions import NEXT
 from llmopt.poly.agent.env import MAX_STEPS
 from llmopt.poly.agent.model import ActorCritic, distribution
 from llmopt.poly.agent.state import graph
-from llmopt.poly.agent.walk import Position, advance, candidate_transforms, first_legal, legal_mask, start
+from llmopt.poly.agent.walk import Position, advance, first_legal, first_legal_actions, legal_mask, start
 from llmopt.poly.legality import Legality
 from llmopt.poly.measure import Measurer
 from llmopt.poly.program import Program
@@ -157,14 +157,9 @@ class AgentPolicy:
                     _keep_best(grown, beam)
             logp = torch.log_softmax(self.logits(Batch.from_data_list([graph(prog, pos) for _, pos, _ in live])), -1)
             for (lp, pos, _), row in zip(live, logp, strict=True):
-                offered, taken = candidate_transforms(prog, pos), 0
-                for a in torch.argsort(row, descending=True).tolist():
-                    if a == NEXT or (offered[a] is not None and legality.allows(pos.schedule, offered[a])):
-                        new, finished = advance(prog, pos, a)
-                        _keep_best(grown, (lp + float(row[a]), new, finished))
-                        taken += 1
-                        if taken == k:
-                            break
+                for a in first_legal_actions(legality, pos, torch.argsort(row, descending=True), k):
+                    new, finished = advance(prog, pos, a)
+                    _keep_best(grown, (lp + float(row[a]), new, finished))
             beams = sorted(grown.values(), key=lambda b: -b[0])[:k]
         out: dict[str, Candidate] = {}
         for lp, pos, _ in sorted(beams, key=lambda b: -b[0]):

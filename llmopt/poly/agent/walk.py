@@ -68,12 +68,20 @@ def candidate_transforms(prog: Program, pos: Position) -> list[Transform | None]
 def first_legal(legality: Legality, pos: Position, order) -> int:
     """The first action of `order` that `legal_mask` allows, checking legality of as few as possible:
     the argmax of a masked policy without the 55 checks of a full mask (Next is always allowed)."""
+    return (first_legal_actions(legality, pos, order, 1) or [NEXT])[0]
+
+
+def first_legal_actions(legality: Legality, pos: Position, order, k: int) -> list[int]:
+    """The first `k` actions of `order` that `legal_mask` allows, checked lazily as `first_legal` does."""
     candidates = candidate_transforms(legality.prog, pos)
+    out: list[int] = []
     for action in order:
         action = int(action)
         if action == NEXT or (candidates[action] is not None and legality.allows(pos.schedule, candidates[action])):
-            return action
-    return NEXT
+            out.append(action)
+            if len(out) == k:
+                break
+    return out
 
 
 def advance(prog: Program, pos: Position, action: int) -> tuple[Position, bool]:
