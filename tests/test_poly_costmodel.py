@@ -190,6 +190,12 @@ def test_generator_limits_reach_the_programs_and_the_config(data_dir, tmp_path):
         collect(out, range(4), DataConfig(schedules_per_program=2, repeats=1, small=True), progress=False)
     both = load_folders(f"{data_dir},{out}")  # how imitation and agent_offline read several folders
     assert both == load_rows(data_dir) + load_rows(out)
+    first = load_folders(f"{data_dir}:1,{out}")  # FOLDER:N keeps that folder's first N programs
+    kept = {r["hash"] for r in load_rows(data_dir)[:1]}
+    assert first == [r for r in load_rows(data_dir) if r["hash"] in kept] + load_rows(out)
+    assert len({r["hash"] for r in load_rows(data_dir)}) > 1  # so the prefix did leave programs out
+    with pytest.raises(UsageError, match="FOLDER:N"):
+        load_folders(f"{out}:all")
 
 
 def test_forward_on_an_imperfect_nest_and_transformed_schedules():

@@ -11,9 +11,9 @@ from llmopt.harness.cache import ResultCache
 from llmopt.poly.benchmarks import NAMES, benchmark
 from llmopt.poly.generator import Limits, _is_benchmark, random_program
 from llmopt.poly.legality import check
-from llmopt.poly.measure import Measurer, _extent
+from llmopt.poly.measure import Measurer
 from llmopt.poly.polyhedral import check_bounds
-from llmopt.poly.program import ProgramError
+from llmopt.poly.program import ProgramError, extent
 from llmopt.poly.schedule import Interchange, Parallel, Schedule, Skew, Tile, Unroll
 from llmopt.poly.search import SEARCHES, beam, children, extensions, greedy, notation
 
@@ -44,7 +44,7 @@ def test_generated_programs_are_in_bounds_and_never_benchmarks(small):
         assert not _is_benchmark(prog.to_dict()["statements"])
         assert 1 <= len(prog.statements) <= 4 and all(1 <= len(s.iterators) <= 4 for s in prog.statements)
         for t in prog.tensors.values():
-            assert math.prod(_extent(e, prog.params) for e in t.shape) <= limit
+            assert math.prod(extent(e, prog.params) for e in t.shape) <= limit
 
 
 def test_generator_draws_every_pattern():

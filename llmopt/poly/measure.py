@@ -56,7 +56,7 @@ from llmopt.llvm.toolchain import find_toolchain
 from llmopt.poly.cpu_watch import CpuWatch, wait_until_quiet
 from llmopt.poly.emit import EMIT_VERSION, program_c
 from llmopt.poly.legality import Legality
-from llmopt.poly.program import Program, ProgramError
+from llmopt.poly.program import Program, ProgramError, extent
 from llmopt.poly.schedule import Schedule
 
 MEASURE_VERSION = 1
@@ -304,7 +304,7 @@ def compare_outputs(prog: Program, reference: Path, got: Path) -> str:
     for name in prog.outputs():
         t = prog.tensors[name]
         dtype = np.float64 if t.dtype == "double" else np.float32
-        count = int(np.prod([_extent(e, prog.params) for e in t.shape]))
+        count = int(np.prod([extent(e, prog.params) for e in t.shape]))
         a = np.frombuffer(ref_all, dtype, count, offset)
         b = np.frombuffer(got_all, dtype, count, offset)
         offset += count * np.dtype(dtype).itemsize
@@ -312,9 +312,3 @@ def compare_outputs(prog: Program, reference: Path, got: Path) -> str:
             worst = int(np.nanargmax(np.abs(b - a)))
             return f"wrong result: {name} differs at flat index {worst} ({b[worst]!r} vs {a[worst]!r})"
     return ""
-
-
-def _extent(expr: str, params: dict[str, int]) -> int:
-    """A shape extent's value: a number, a parameter, or arithmetic over them (checked by
-    `llmopt.poly.program.validate`, so only those reach eval)."""
-    return int(eval(expr, {"__builtins__": {}}, dict(params)))

@@ -217,6 +217,12 @@ def validate(prog: Program) -> None:
         prev = s
 
 
+def extent(expr: str, params: dict[str, int]) -> int:
+    """A tensor extent's value: a number, a parameter, or arithmetic over them (`validate` lets
+    nothing else through, so only those reach eval)."""
+    return int(eval(expr, {"__builtins__": {}}, dict(params)))
+
+
 def load_program(path: str | Path) -> Program:
     """Read a program file (JSON, format in the module docstring); one-line ProgramError if bad."""
     try:

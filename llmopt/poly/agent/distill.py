@@ -45,13 +45,13 @@ from llmopt.poly.agent.imitate import (
     add_config_flags,
     config_from_flags,
     demonstrations,
-    first_programs,
     load_data,
     split,
 )
 from llmopt.poly.agent.model import ActorCritic
 from llmopt.poly.agent.policy import AgentPolicy
 from llmopt.poly.agent.state import graph
+from llmopt.poly.costmodel.data import first_programs
 from llmopt.poly.generator import random_program
 from llmopt.poly.legality import Legality
 from llmopt.poly.program import Program, program_from_dict

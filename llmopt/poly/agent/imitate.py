@@ -55,6 +55,7 @@ from llmopt.outputs import atomic_target, write_atomic
 from llmopt.poly.agent.model import ActorCritic
 from llmopt.poly.agent.state import graph
 from llmopt.poly.agent.walk import advance, start, walk_actions
+from llmopt.poly.costmodel.data import first_programs, load_folders
 from llmopt.poly.program import program_from_dict
 from llmopt.poly.schedule import Schedule
 
@@ -93,14 +94,6 @@ def walk_weights(speedups: list[float], temperature: float) -> np.ndarray:
     z = np.log(np.maximum(np.asarray(speedups, float), 1e-9)) / math.log(4) / max(temperature, 1e-6)
     w = np.exp(z - z.max())
     return w / w.sum()
-
-
-def first_programs(rows: list[dict], n: int) -> list[dict]:
-    """The rows of the first `n` programs in row order (all when `n` is 0): `--programs`."""
-    if not n:
-        return rows
-    keep = set(list(dict.fromkeys(r["hash"] for r in rows))[:n])
-    return [r for r in rows if r["hash"] in keep]
 
 
 def teaching_programs(rows: list[dict], min_gain: float = 1.0) -> dict[str, list[dict]]:
@@ -284,8 +277,6 @@ def config_from_flags(args: argparse.Namespace, config_class):
 
 def load_data(spec: str) -> list[dict]:
     """The rows of the comma-separated data folders `spec`; a usage error when there are none."""
-    from llmopt.poly.costmodel.data import load_folders
-
     rows = load_folders(spec)
     if not rows:
         raise UsageError(f"no rows in {spec}")

@@ -44,7 +44,7 @@ from torch_geometric.data import Data
 
 from llmopt.poly.agent.walk import Position
 from llmopt.poly.polyhedral import domain, params_prefix, tuple_of
-from llmopt.poly.program import Program, Statement
+from llmopt.poly.program import Program, Statement, extent
 from llmopt.poly.schedule import State, StmtSchedule, branches, state
 
 MAX_LEVELS = 8  # loop levels told apart by the level one-hot (tiling adds levels)
@@ -212,7 +212,7 @@ def _comp_features(prog: Program, stmt: Statement, order: int, depth: int, focus
 
 def _buffer_features(prog: Program, name: str, written: bool) -> list[float]:
     t = prog.tensors[name]
-    extents = [squash(eval(e, {"__builtins__": {}}, dict(prog.params))) for e in t.shape][:MAX_RANK]
+    extents = [squash(extent(e, prog.params)) for e in t.shape][:MAX_RANK]
     return [len(t.shape) / MAX_RANK, float(t.dtype == "double"), float(written), float(not written)] + \
         extents + [0.0] * (MAX_RANK - len(extents))
 

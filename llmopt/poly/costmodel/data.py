@@ -480,9 +480,24 @@ def load_rows(data: str | os.PathLike) -> list[dict]:
     return rows
 
 
+def first_programs(rows: list[dict], n: int) -> list[dict]:
+    """The rows of the first `n` programs in row order (all when `n` is 0)."""
+    if not n:
+        return rows
+    keep = set(list(dict.fromkeys(r["hash"] for r in rows))[:n])
+    return [r for r in rows if r["hash"] in keep]
+
+
 def load_folders(spec: str) -> list[dict]:
-    """`load_rows` of each folder in a comma-separated list (e.g. `data/poly-greedy,data/poly-greedy-db`)."""
-    return [row for folder in spec.split(",") if folder for row in load_rows(folder)]
+    """`load_rows` of each folder in a comma-separated list (e.g. `data/poly-greedy,data/poly-greedy-db`);
+    `FOLDER:N` keeps that folder's first N programs (a recipe stays the same while its folders grow)."""
+    out: list[dict] = []
+    for item in filter(None, spec.split(",")):
+        folder, _, n = item.partition(":")
+        if n and not n.isdigit():
+            raise UsageError(f"{item}: expected FOLDER or FOLDER:N (a program count)")
+        out += first_programs(load_rows(folder), int(n or 0))
+    return out
 
 
 def pack(out: str | os.PathLike) -> int:

@@ -54,7 +54,7 @@ from llmopt.poly.agent.state import (
     loop_flags,
     squash,
 )
-from llmopt.poly.program import Program, Statement
+from llmopt.poly.program import Program, Statement, extent
 from llmopt.poly.schedule import Schedule, State, state
 
 MAX_LOOPS = 8
@@ -141,7 +141,7 @@ def _access_vector(prog: Program, stmt: Statement) -> list[float]:
     accesses = _accesses(prog, stmt)
     out: list[float] = []
     for acc in accesses[:MAX_ACCESSES]:
-        shape = [squash(_extent(e, prog.params)) for e in prog.tensors[acc.tensor].shape][:MAX_RANK]
+        shape = [squash(extent(e, prog.params)) for e in prog.tensors[acc.tensor].shape][:MAX_RANK]
         out += access_matrix(prog, stmt, acc) + [1.0, order.index(acc.tensor) / MAX_BUFFERS,
                                                  float(acc.tensor == write.tensor)]
         out += shape + [0.0] * (MAX_RANK - len(shape))
@@ -159,7 +159,7 @@ def _stride_maps(prog: Program, stmt: Statement) -> list[list[float]]:
     (row-major strides times the access matrix's coefficient columns)."""
     out = []
     for acc in _accesses(prog, stmt)[:MAX_ACCESSES]:
-        shape = [_extent(e, prog.params) for e in prog.tensors[acc.tensor].shape]
+        shape = [extent(e, prog.params) for e in prog.tensors[acc.tensor].shape]
         strides = [float(np.prod(shape[d + 1:])) for d in range(len(shape))]
         mat = access_matrix(prog, stmt, acc)
         row = MAX_ITERS + 2
@@ -177,10 +177,6 @@ def _locality_vector(flags: list[dict], maps: list[list[float]]) -> list[float]:
             row = flags[-k]["row"] if len(flags) >= k else [0.0] * MAX_ITERS
             out.append(squash(abs(sum(c * m for c, m in zip(row, acc, strict=False)))))
     return out + [0.0] * (LOCALITY_FEATURES - len(out))
-
-
-def _extent(expr: str, params: dict[str, int]) -> float:
-    return float(eval(expr, {"__builtins__": {}}, dict(params)))  # checked arithmetic (program.validate)
 
 
 def _op_vector(prog: Program, stmt: Statement) -> list[float]:
