@@ -201,7 +201,7 @@ def distill(teacher_path: str | Path, rows: list[dict], out: str | Path, cfg: Di
     teacher_targets(teacher, states)
     log(f"{len(states)} states ({n_demo} of demonstrations, {len(states) - n_demo} of teacher walks) of "
         f"{len(progs)} programs; {len(val_p)} programs held out ({time.time() - t0:.0f} s to build)")
-    student = ActorCritic.from_config(teacher.models[0].config)
+    student = ActorCritic(**teacher.models[0].config)
     if cfg.init_member >= 0:
         student.load_state_dict(teacher.models[cfg.init_member].state_dict())
     opt = torch.optim.Adam(student.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)

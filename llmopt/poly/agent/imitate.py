@@ -53,7 +53,7 @@ from torch_geometric.data import Batch
 from llmopt.errors import UsageError, run_main
 from llmopt.outputs import atomic_target, write_atomic
 from llmopt.poly.agent.model import ActorCritic
-from llmopt.poly.agent.state import BASE_NODE_FEATURES, NODE_FEATURES, graph
+from llmopt.poly.agent.state import graph
 from llmopt.poly.agent.walk import advance, start, walk_actions
 from llmopt.poly.costmodel.data import first_programs, load_folders
 from llmopt.poly.program import program_from_dict
@@ -78,7 +78,6 @@ class ImitateConfig:
     programs: int = 0  # use the first N programs of the data (0: all)
     min_gain: float = 1.0  # programs whose best walk is slower than this teach nothing (1.0: all teach)
     targets: str = "walks"  # "walks" (each measured walk, weighted), "tree" or "both" (module docstring)
-    locality: bool = True  # the network reads the state's locality columns (False: the older state)
 
 
 @dataclass
@@ -214,7 +213,7 @@ def imitate(rows: list[dict], out: str | Path, cfg: ImitateConfig | None = None,
         raise UsageError("no demonstrations: the data has no replayable walks")
     log(f"{len(train_s)} training steps of {len(train_p)} programs, {len(val_s)} validation steps of "
         f"{len(val_p)} programs ({time.time() - t0:.0f} s to build)")
-    model = ActorCritic(cfg.hidden, cfg.heads, in_dim=NODE_FEATURES if cfg.locality else BASE_NODE_FEATURES)
+    model = ActorCritic(cfg.hidden, cfg.heads)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     rng = np.random.default_rng(cfg.seed)
     write_atomic(out / "config.json", json.dumps(asdict(cfg), indent=1) + "\n")
@@ -268,15 +267,7 @@ def ensemble(rows: list[dict], out: str | Path, cfg: ImitateConfig, members: int
 def add_config_flags(parser: argparse.ArgumentParser, config_class) -> None:
     """One `--flag-name` per field of the dataclass `config_class`, its default the field's."""
     for name, value in asdict(config_class()).items():
-        kind = _flag_bool if isinstance(value, bool) else type(value)
-        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=value)
-
-
-def _flag_bool(text: str) -> bool:
-    """`--flag false` / `--flag 0` (argparse's `bool("false")` would be True)."""
-    if text.lower() not in ("true", "1", "false", "0"):
-        raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
-    return text.lower() in ("true", "1")
+        parser.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
 
 
 def config_from_flags(args: argparse.Namespace, config_class):

@@ -12,10 +12,7 @@ The GATv2 layers also read the edge attributes (relation, direction, access matr
 attention (`edge_dim`), which Table 3.2 does not mention: our buffer nodes and access edges are
 not in Tiramisu's AST, and without them the attention could not tell a read from a nesting edge.
 
-`forward(batch)` takes a `torch_geometric` Batch and returns (logits [B, 56], value [B]); it reads
-the first `in_dim` node columns, so a network built before the state's locality columns
-(`BASE_NODE_FEATURES`, the default of a checkpoint whose config does not name `in_dim`) runs
-on today's graphs unchanged;
+`forward(batch)` takes a `torch_geometric` Batch and returns (logits [B, 56], value [B]);
 `distribution(logits, mask)` is the masked categorical policy (masked logits set to -1e9, so a
 masked action has probability 0 and contributes nothing to the entropy).  The `backbone`, `shared`
 and `value` modules are what actor-critic pre-training (`llmopt.poly.agent.pretrain`) initializes.
@@ -28,7 +25,7 @@ from torch import nn
 from torch_geometric.nn import GATv2Conv, global_max_pool, global_mean_pool
 
 from llmopt.poly.actions import ACTIONS
-from llmopt.poly.agent.state import BASE_NODE_FEATURES, EDGE_FEATURES, NODE_FEATURES
+from llmopt.poly.agent.state import EDGE_FEATURES, NODE_FEATURES
 
 MASKED = -1e9
 
@@ -67,25 +64,17 @@ class Backbone(nn.Module):
 class ActorCritic(nn.Module):
     """Backbone -> shared layer -> policy head (56 logits) and value head (1)."""
 
-    def __init__(self, hidden: int = 64, heads: int = 4, n_actions: int = len(ACTIONS),
-                 in_dim: int = NODE_FEATURES):
+    def __init__(self, hidden: int = 64, heads: int = 4, n_actions: int = len(ACTIONS)):
         super().__init__()
-        self.config = {"hidden": hidden, "heads": heads, "n_actions": n_actions, "in_dim": in_dim}
-        self.in_dim = in_dim
-        self.backbone = Backbone(in_dim=in_dim, hidden=hidden, heads=heads)
+        self.config = {"hidden": hidden, "heads": heads, "n_actions": n_actions}
+        self.backbone = Backbone(hidden=hidden, heads=heads)
         self.shared = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.SELU())
         self.policy = _mlp([hidden, hidden, hidden, n_actions])
         self.value = _mlp([hidden, hidden, hidden, 1])
 
     def features(self, batch) -> torch.Tensor:
         """The shared representation h [B, hidden] of a Batch of state graphs."""
-        x = batch.x[:, : self.in_dim]
-        return self.shared(self.backbone(x, batch.edge_index, batch.edge_attr, batch.batch))
-
-    @classmethod
-    def from_config(cls, config: dict) -> ActorCritic:
-        """The network a checkpoint's "model_config" describes (older ones: no locality columns)."""
-        return cls(**{"in_dim": BASE_NODE_FEATURES, **config})
+        return self.shared(self.backbone(batch.x, batch.edge_index, batch.edge_attr, batch.batch))
 
     def forward(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.features(batch)

@@ -80,7 +80,7 @@ class AgentPolicy:
         return policy
 
     def _member(self, ckpt: dict) -> ActorCritic:
-        model = ActorCritic.from_config(ckpt["model_config"])
+        model = ActorCritic(**ckpt["model_config"])
         try:
             model.load_state_dict(ckpt["model"])
         except RuntimeError as err:  # a policy trained on another version of the state features

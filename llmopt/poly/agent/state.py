@@ -27,17 +27,6 @@ work (instances x (1 + operations)); a loop node carries the same two for the st
 A message-passing network sees extents only of the loops two edges away, and multiplying them
 across a nest is what it would have to learn from a few hundred programs.
 
-Locality (not in Pearl's features either; added because the policies learned outer-loop
-parallelization but almost never the interchange that turns a row stride into a unit stride,
-the step that wins syrk and mvt for search, docs/results/pearl/locality/): the element stride of
-one step of a loop, per access of the statements under it (row-major strides times the access
-matrix, along the loop's affine row; the cost model's locality vector reads the same
-`stride_maps`).  A loop node carries the work-weighted shares of its accesses that do not move
-with it, move by at most `NEAR` elements, or jump further; a computation node carries the same
-three shares for its innermost and for its second-innermost loop.  These columns come last in
-the node vector (`LOCALITY_F`), so a network trained before them reads the first
-`BASE_NODE_FEATURES` columns and sees the state it was trained on (`ActorCritic.in_dim`).
-
 Edges (`data.edge_attr`: relation one-hot, a reverse flag, the access matrix on access edges):
 loop -> nested loop, innermost loop -> computation, buffer -> reading computation, computation ->
 written buffer, and each edge reversed (Pearl's graphs are undirected).  Numbers that span orders
@@ -70,11 +59,7 @@ LOOP_F = MAX_LEVELS + 3 + MAX_ITERS + 10 + WORK_F
 COMP_F = 7 + MATRIX * (1 + MAX_READS) + WORK_F
 BUF_F = 4 + MAX_RANK
 N_TYPES = 3
-BASE_NODE_FEATURES = N_TYPES + LOOP_F + COMP_F + BUF_F  # the node vector before the locality columns
-NEAR = 4  # an access moving by at most this many elements a step stays within a 64-byte line or two
-SHARES = 3  # does not move, moves by <= NEAR, jumps further
-LOCALITY_F = SHARES + 2 * SHARES  # loop: its shares; computation: its innermost and second-innermost loop's
-NODE_FEATURES = BASE_NODE_FEATURES + LOCALITY_F
+NODE_FEATURES = N_TYPES + LOOP_F + COMP_F + BUF_F
 RELATIONS = ("nest", "contains", "reads", "writes")
 EDGE_FEATURES = len(RELATIONS) + 1 + MATRIX
 
@@ -180,40 +165,6 @@ def _work_features(prog: Program, names) -> list[float]:
     return [squash(sum(stmts[n][0] for n in names)), sum(stmts[n][1] for n in names)]
 
 
-def accesses(prog: Program, stmt: Statement) -> list:
-    """The write, then the distinct reads (the order of the locality and cost-model vectors)."""
-    names = set(prog.tensors)
-    return [stmt.write(names)] + list({a.isl(): a for a in stmt.reads(names)}.values())
-
-
-def stride_maps(prog: Program, stmt: Statement) -> list[list[float]]:
-    """Per access (`accesses`): element offset of one unit of each original iterator (row-major
-    strides times the access matrix's coefficient columns)."""
-    def compute():
-        out = []
-        for acc in accesses(prog, stmt):
-            shape = [extent(e, prog.params) for e in prog.tensors[acc.tensor].shape]
-            strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
-            mat = access_matrix(prog, stmt, acc)
-            out.append([sum(mat[d * ROW + k] * strides[d] for d in range(min(len(shape), MAX_RANK)))
-                        for k in range(MAX_ITERS)])
-        return out
-    return _memoized(("strides", prog.hash(), stmt.name), compute)
-
-
-def stride_shares(prog: Program, rows: dict[str, list[float]]) -> list[float]:
-    """Work-weighted shares of the accesses of the statements in `rows` ({statement: the affine row
-    of one of its loops}) that do not move along that loop, move by <= NEAR elements, or jump further."""
-    shares, weights = [0.0] * SHARES, work(prog)
-    total = sum(weights[n][1] for n in rows) or 1.0
-    for name, row in rows.items():
-        maps = stride_maps(prog, prog.statement(name))
-        for acc in maps:
-            step = abs(sum(c * m for c, m in zip(row, acc, strict=False)))
-            shares[0 if step == 0 else 1 if step <= NEAR else 2] += weights[name][1] / total / len(maps)
-    return shares
-
-
 def loop_flags(prog: Program, name: str, s: StmtSchedule) -> list[dict]:
     """Per level of statement `name`: its affine row and what was done to it (tile, interchange...)."""
     stmt = prog.statement(name)
@@ -266,23 +217,12 @@ def _buffer_features(prog: Program, name: str, written: bool) -> list[float]:
         extents + [0.0] * (MAX_RANK - len(extents))
 
 
-def _comp_locality(prog: Program, name: str, flags: list[dict]) -> list[float]:
-    """The stride shares of a computation's innermost and second-innermost loop (zeros if none)."""
-    out: list[float] = []
-    for k in (1, 2):
-        out += stride_shares(prog, {name: flags[-k]["row"]}) if len(flags) >= k else [0.0] * SHARES
-    return out
-
-
-def _node(kind: int, section: list[float], locality: list[float] | None = None) -> list[float]:
-    """A full node vector: type one-hot, then the loop / computation / buffer section in its place,
-    the locality columns last (module docstring)."""
+def _node(kind: int, section: list[float]) -> list[float]:
+    """A full node vector: type one-hot, then the loop / computation / buffer section in its place."""
     offsets = (N_TYPES, N_TYPES + LOOP_F, N_TYPES + LOOP_F + COMP_F)
     vec = [0.0] * NODE_FEATURES
     vec[kind] = 1.0
     vec[offsets[kind]: offsets[kind] + len(section)] = section
-    if locality:
-        vec[BASE_NODE_FEATURES: BASE_NODE_FEATURES + len(locality)] = locality
     return vec
 
 
@@ -302,11 +242,11 @@ class _Edges:
         self.attr += [onehot + [0.0] + mat, onehot + [1.0] + mat]
 
 
-def _loop_nodes(prog: Program, st: State, flags: dict[str, list[dict]], focus: set[str], nodes: list,
-                edges: _Edges) -> dict[str, int]:
+def _loop_nodes(prog: Program, st: State, focus: set[str], nodes: list, edges: _Edges) -> dict[str, int]:
     """Adds one node per loop (shared loops once) and the nesting edges; returns each statement's
-    innermost loop node.  `flags`: each statement's `loop_flags`."""
+    innermost loop node."""
     ids: dict[tuple, int] = {}
+    flags = {n: loop_flags(prog, n, st[n]) for n in st}
     innermost: dict[str, int] = {}
     for stmt in prog.statements:
         s = st[stmt.name]
@@ -316,10 +256,9 @@ def _loop_nodes(prog: Program, st: State, flags: dict[str, list[dict]], focus: s
                 names = [n for n, o in st.items() if o.depth > level and tuple(o.betas[: level + 1]) == key]
                 deepest = all(st[n].depth == level + 1 for n in names)
                 ids[key] = len(nodes)
-                features = _loop_features(level, loop_bounds(prog, names, level, st), flags[stmt.name][level],
-                                          bool(focus & set(names)), deepest, _work_features(prog, names))
-                locality = stride_shares(prog, {n: flags[n][level]["row"] for n in names})
-                nodes.append(_node(0, features, locality))
+                nodes.append(_node(0, _loop_features(level, loop_bounds(prog, names, level, st),
+                                                     flags[stmt.name][level], bool(focus & set(names)), deepest,
+                                                     _work_features(prog, names))))
                 if level:
                     edges.add(ids[key[:-1]], ids[key], "nest")
             innermost[stmt.name] = ids[key]
@@ -333,16 +272,14 @@ def graph(prog: Program, pos: Position) -> Data:
     focus = set(branches(st)[pos.branch])
     nodes: list[list[float]] = []
     edges = _Edges()
-    flags = {n: loop_flags(prog, n, st[n]) for n in st}
-    innermost = _loop_nodes(prog, st, flags, focus, nodes, edges)
+    innermost = _loop_nodes(prog, st, focus, nodes, edges)
     n_loops = len(nodes)
     names = set(prog.tensors)
     buffers = {t: n_loops + len(prog.statements) + k for k, t in enumerate(prog.tensors)}
     written = {s.write(names).tensor for s in prog.statements}
     for order, stmt in enumerate(prog.statements):
         me = len(nodes)
-        nodes.append(_node(1, _comp_features(prog, stmt, order, st[stmt.name].depth, stmt.name in focus),
-                           _comp_locality(prog, stmt.name, flags[stmt.name])))
+        nodes.append(_node(1, _comp_features(prog, stmt, order, st[stmt.name].depth, stmt.name in focus)))
         if stmt.name in innermost:
             edges.add(innermost[stmt.name], me, "contains")
         w = stmt.write(names)

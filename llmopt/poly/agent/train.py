@@ -119,13 +119,12 @@ def load_checkpoint(path: str | Path) -> dict:
 
 def _setup(run_dir: Path, cfg: TrainConfig, init: Path | None, log):
     """Model, optimizer, first update index and rng: from the checkpoint when there is one."""
-    ckpt_path = run_dir / "checkpoint.pt"
-    ckpt = load_checkpoint(ckpt_path) if ckpt_path.exists() else None
-    # a resumed run keeps its network's input width (runs from before the locality columns)
-    model = ActorCritic.from_config(ckpt["model_config"]) if ckpt else ActorCritic(cfg.hidden, cfg.heads)
+    model = ActorCritic(cfg.hidden, cfg.heads)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.ppo.lr, weight_decay=cfg.ppo.weight_decay)
     rng = np.random.default_rng(cfg.seed)
-    if ckpt:
+    ckpt_path = run_dir / "checkpoint.pt"
+    if ckpt_path.exists():
+        ckpt = load_checkpoint(ckpt_path)
         _check_resume(ckpt["config"], cfg)
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])

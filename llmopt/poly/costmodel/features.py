@@ -53,9 +53,7 @@ from llmopt.poly.agent.state import (
     loop_bounds,
     loop_flags,
     squash,
-    stride_maps,
 )
-from llmopt.poly.agent.state import accesses as accesses_of  # `accesses` names a local below
 from llmopt.poly.program import Program, Statement, extent
 from llmopt.poly.schedule import Schedule, State, state
 
@@ -140,7 +138,7 @@ def _access_vector(prog: Program, stmt: Statement) -> list[float]:
     names = set(prog.tensors)
     order = list(prog.tensors)
     write = stmt.write(names)
-    accesses = accesses_of(prog, stmt)
+    accesses = _accesses(prog, stmt)
     out: list[float] = []
     for acc in accesses[:MAX_ACCESSES]:
         shape = [squash(extent(e, prog.params)) for e in prog.tensors[acc.tensor].shape][:MAX_RANK]
@@ -150,8 +148,28 @@ def _access_vector(prog: Program, stmt: Statement) -> list[float]:
     return out + [0.0] * (MAX_ACCESSES * ACCESS_FEATURES - len(out))
 
 
+def _accesses(prog: Program, stmt: Statement) -> list:
+    """The write, then the distinct reads (the order of the assignment and locality vectors)."""
+    names = set(prog.tensors)
+    return [stmt.write(names)] + list({a.isl(): a for a in stmt.reads(names)}.values())
+
+
+def _stride_maps(prog: Program, stmt: Statement) -> list[list[float]]:
+    """Per access (up to MAX_ACCESSES): element offset of one unit of each original iterator
+    (row-major strides times the access matrix's coefficient columns)."""
+    out = []
+    for acc in _accesses(prog, stmt)[:MAX_ACCESSES]:
+        shape = [extent(e, prog.params) for e in prog.tensors[acc.tensor].shape]
+        strides = [float(np.prod(shape[d + 1:])) for d in range(len(shape))]
+        mat = access_matrix(prog, stmt, acc)
+        row = MAX_ITERS + 2
+        out.append([sum(mat[d * row + k] * strides[d] for d in range(min(len(shape), MAX_RANK)))
+                    for k in range(MAX_ITERS)])
+    return out
+
+
 def _locality_vector(flags: list[dict], maps: list[list[float]]) -> list[float]:
-    """Element stride of each access (`maps`, from `stride_maps`) along the innermost and
+    """Element stride of each access (`maps`, from `_stride_maps`) along the innermost and
     second-innermost loop (`flags`: the computation's `loop_flags`; module docstring)."""
     out: list[float] = []
     for acc in maps:
@@ -178,7 +196,7 @@ def featurizer(prog: Program) -> Callable[[State], Tree]:
     """The model's input for replayed schedules of `prog`: the assignment and operation vectors do
     not depend on the schedule, so they are computed once here (most of the time otherwise)."""
     static = [_access_vector(prog, s) + _op_vector(prog, s) for s in prog.statements]
-    maps = [stride_maps(prog, s)[:MAX_ACCESSES] for s in prog.statements]
+    maps = [_stride_maps(prog, s) for s in prog.statements]
 
     def one(st: State) -> Tree:
         comps = []
