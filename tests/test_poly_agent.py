@@ -161,6 +161,30 @@ def test_pretraining_fits_execution_times():
     assert all(torch.equal(a, b) for a, b in zip(policy_before, model.policy.parameters(), strict=True))
 
 
+def test_pretraining_on_speedups_writes_weights_that_imitation_starts_from(measurer, tmp_path, capsys):
+    from llmopt.poly.agent import pretrain as pretrain_module
+    from llmopt.poly.agent.imitate import ImitateConfig, imitate
+    from llmopt.poly.costmodel.data import load_rows
+
+    data = _pretrain_folder(tmp_path / "data")  # 2 programs; Parallel(S0, 0) runs 2x (made-up times)
+    rows = load_rows(data)
+    torch.manual_seed(0)
+    model = ActorCritic(hidden=16, heads=2)
+    losses = pretrain_module.pretrain(model, rows, epochs=40, lr=3e-3, log=None, target="speedup", held_out=rows)
+    assert losses[-1] < 0.25 * losses[0]  # log4 speedups 0 and 0.5: fitted, not standardized away
+    with pytest.raises(ValueError, match="target"):
+        pretrain_module.pretrain(model, rows, epochs=1, target="seconds")
+
+    weights = tmp_path / "pre" / "pretrained.pt"
+    assert pretrain_module.main([str(data), "--out", str(weights), "--epochs", "2", "--validation", "0"]) == 0
+    saved = torch.load(weights)
+    assert saved and all(k.startswith(pretrain_module.PRETRAINED) for k in saved)
+    assert "held out" not in capsys.readouterr().out  # nothing held out with --validation 0
+    ckpt = imitate(rows, tmp_path / "run", ImitateConfig(epochs=1, lr=0.0, validation=0.0, init=str(weights)), log=None)
+    started = torch.load(ckpt, weights_only=False)["model"]
+    assert all(torch.equal(started[k], v) for k, v in saved.items())  # lr 0: still the pre-trained weights
+
+
 def test_checkpoint_round_trips_and_policy_schedule_is_legal_and_correct(measurer, tmp_path):
     torch.manual_seed(1)
     model = ActorCritic(hidden=16, heads=2)

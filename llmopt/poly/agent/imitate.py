@@ -78,6 +78,7 @@ class ImitateConfig:
     programs: int = 0  # use the first N programs of the data (0: all)
     min_gain: float = 1.0  # programs whose best walk is slower than this teach nothing (1.0: all teach)
     targets: str = "walks"  # "walks" (each measured walk, weighted), "tree" or "both" (module docstring)
+    init: str = ""  # pre-trained backbone/shared/value weights (`python -m llmopt.poly.agent.pretrain`)
 
 
 @dataclass
@@ -214,6 +215,9 @@ def imitate(rows: list[dict], out: str | Path, cfg: ImitateConfig | None = None,
     log(f"{len(train_s)} training steps of {len(train_p)} programs, {len(val_s)} validation steps of "
         f"{len(val_p)} programs ({time.time() - t0:.0f} s to build)")
     model = ActorCritic(cfg.hidden, cfg.heads)
+    if cfg.init:
+        fresh = model.load_state_dict(torch.load(cfg.init, map_location="cpu"), strict=False).missing_keys
+        log(f"initialized from {cfg.init} (fresh: {sorted({k.split('.')[0] for k in fresh})})")
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     rng = np.random.default_rng(cfg.seed)
     write_atomic(out / "config.json", json.dumps(asdict(cfg), indent=1) + "\n")
