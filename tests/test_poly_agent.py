@@ -176,7 +176,12 @@ def test_pretraining_on_speedups_writes_weights_that_imitation_starts_from(measu
         pretrain_module.pretrain(model, rows, epochs=1, target="seconds")
 
     weights = tmp_path / "pre" / "pretrained.pt"
-    assert pretrain_module.main([str(data), "--out", str(weights), "--epochs", "2", "--validation", "0"]) == 0
+    policy = tmp_path / "policy.pt"
+    save_checkpoint(policy, ActorCritic(), torch.optim.Adam(ActorCritic().parameters()), 0, TrainConfig(),
+                    np.random.default_rng(0))
+    assert pretrain_module.main([str(data), "--out", str(weights), "--epochs", "2", "--validation", "0",
+                                 "--critic-of", str(policy), "--policy-out", str(tmp_path / "guided.pt")]) == 0
+    assert AgentPolicy(tmp_path / "guided.pt").critic is not None
     saved = torch.load(weights)
     assert saved and all(k.startswith(pretrain_module.PRETRAINED) for k in saved)
     assert "held out" not in capsys.readouterr().out  # nothing held out with --validation 0
@@ -353,6 +358,43 @@ def test_imitation_learns_the_best_walk_and_ships_as_a_policy(measurer, tmp_path
     _, value = policy.models[0](Batch.from_data_list([graph(prog, start())]))
     assert abs(float(value) - math.log(3.0, 4)) < 0.25
     assert len(list(csv.DictReader((tmp_path / "run" / "log.csv").open()))) == 200
+
+
+def test_a_critic_guides_the_walk_and_travels_in_the_policy_file(measurer, tmp_path):
+    """The policy proposes, the critic (a value head regressing log4 speedups) decides: with a critic
+    that rates every transformation 4x slower the walk stays at the original program, with one that
+    rates the policy's best walk 4x faster it walks it.  (Speedups made up: the mechanics.)"""
+    from llmopt.poly.agent.imitate import ImitateConfig, imitate
+    from llmopt.poly.agent.policy import attach_critic
+    from llmopt.poly.costmodel.data import program_schedules
+
+    prog = benchmark("mvt", small=True)
+    scheds = program_schedules(prog, measurer.legality(prog), 5, seed=1)
+    best = scheds[3]
+    rows = [{"hash": prog.hash(), "program": prog.to_dict(), "schedule": s.to_list(),
+             "speedup": 3.0 if s == best else 1.0} for s in scheds]
+    policy_file = imitate(rows, tmp_path / "run", ImitateConfig(epochs=200, validation=0.0), log=None)
+
+    def guided_by(speedup_of_best: float, speedup_of_rest: float) -> Schedule:
+        torch.manual_seed(0)
+        critic = ActorCritic()
+        samples = [dict(r, speedup=1.0 if not r["schedule"] else speedup_of_best if r["schedule"] == best.to_list()
+                        else speedup_of_rest) for r in rows]
+        samples += [dict(samples[0], schedule=best.to_list()[:k], speedup=speedup_of_best)
+                    for k in range(1, len(best.transforms))]  # the walk's prefixes too
+        pretrain(model=critic, samples=samples, epochs=60, lr=3e-3, log=None, target="speedup")
+        weights = tmp_path / f"critic-{speedup_of_best}.pt"
+        torch.save({k: v for k, v in critic.state_dict().items() if not k.startswith("policy.")}, weights)
+        policy = AgentPolicy(attach_critic(policy_file, weights, tmp_path / f"guided-{speedup_of_best}.pt"))
+        assert policy.critic is not None
+        return policy.schedule(prog, measurer)
+
+    assert AgentPolicy(policy_file).schedule(prog, measurer) == best  # the policy alone walks its best
+    assert guided_by(0.25, 0.25) == Schedule()
+    assert guided_by(4.0, 0.25) == best
+    with pytest.raises(UsageError, match="no value head"):
+        torch.save({"policy.0.weight": torch.zeros(1)}, tmp_path / "bad.pt")
+        attach_critic(policy_file, tmp_path / "bad.pt", tmp_path / "never.pt")
 
 
 def test_a_policy_of_other_state_features_is_refused_with_the_way_out(tmp_path):

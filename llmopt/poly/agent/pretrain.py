@@ -13,7 +13,8 @@ head's targets in imitation (`llmopt.poly.agent.imitate`, whose `--init` takes t
 program's size says most of its time and nothing about which transformation helps, while every
 row of the cost-model folders (~45,000 measured schedules) says what a schedule did to its program.
 `python -m llmopt.poly.agent.pretrain DATA --target speedup --out FILE` holds out the programs
-imitation validates on (same split), so they stay unseen by both.
+imitation validates on (same split), so they stay unseen by both; `--critic-of POLICY --policy-out
+FILE` also writes POLICY with these weights as its critic (`llmopt.poly.agent.policy`, the guided walk).
 
 Samples are JSON lines (`program` as its dict, `schedule` as `Schedule.to_list()`, `seconds`):
 `collect_samples` appends to its file and skips programs already in it, so an interrupted
@@ -166,7 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--validation", type=float, default=0.1, help="share of programs held out (imitation's split)")
     p.add_argument("--split-seed", type=int, default=0)
+    p.add_argument("--critic-of", metavar="POLICY", help="also write POLICY with these weights as its critic "
+                   "(a critic-guided walk, llmopt.poly.agent.policy) to --policy-out")
+    p.add_argument("--policy-out", help="where --critic-of writes the guided policy")
     args = p.parse_args(argv)
+    if bool(args.critic_of) != bool(args.policy_out):
+        p.error("--critic-of and --policy-out go together")
     rows = load_data(args.data)
     _, val = split(sorted({r["hash"] for r in rows}), args.validation, args.split_seed)
     held = set(val)
@@ -179,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     torch.save(pretrained_state(model), out)
     print(f"pre-trained weights: {out}")
+    if args.critic_of:
+        from llmopt.poly.agent.policy import attach_critic
+
+        print(f"guided policy: {attach_critic(args.critic_of, out, args.policy_out)}")
     return 0
 
 
