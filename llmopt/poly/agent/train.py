@@ -195,12 +195,9 @@ def pretraining_samples(run_dir: Path, cfg: TrainConfig, measurer: Measurer, log
     """(program, schedule, seconds) samples: the first `cfg.pretrain` programs of `cfg.pretrain_data`
     (all with 0), or `cfg.pretrain` training programs measured now (resumable JSON lines in run_dir)."""
     if cfg.pretrain_data:
-        from llmopt.poly.costmodel.data import load_rows
+        from llmopt.poly.costmodel.data import first_programs, load_rows
 
-        rows = load_rows(cfg.pretrain_data)
-        if cfg.pretrain:
-            keep = set(list(dict.fromkeys(r["hash"] for r in rows))[: cfg.pretrain])
-            rows = [r for r in rows if r["hash"] in keep]
+        rows = first_programs(load_rows(cfg.pretrain_data), cfg.pretrain)
         programs = len({r["hash"] for r in rows})
         log(f"pre-training data: {len(rows)} rows of {programs} programs from {cfg.pretrain_data}")
         return rows
