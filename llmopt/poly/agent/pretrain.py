@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch
 
+from llmopt.errors import run_main
 from llmopt.poly.actions import NEXT
 from llmopt.poly.agent.model import ActorCritic
 from llmopt.poly.agent.state import graph
@@ -193,6 +194,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from llmopt.errors import run_main
-
     run_main(main)
