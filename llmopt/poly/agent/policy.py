@@ -162,17 +162,17 @@ class AgentPolicy:
     def guided_steps(self, prog: Program, legality: Legality, k: int = GUIDE_K) -> list[tuple[Position, int]]:
         """The critic-guided walk's positions and actions (module docstring), as `greedy_steps`."""
         pos, out, taken = start(), [], 0
+        here = float(self.predicted_speedups(prog, [pos.schedule])[0])  # the schedule as it stands
         for _ in range(self.max_steps):
             logits = self.logits(Batch.from_data_list([graph(prog, pos)]))
             moves = [a for a in first_legal_actions(legality, pos, torch.argsort(logits[0], descending=True), k)
                      if a != NEXT]
             action = NEXT
             if moves and taken < GUIDE_PER_BRANCH:
-                values = self.predicted_speedups(prog, [pos.schedule] + [advance(prog, pos, a)[0].schedule
-                                                                          for a in moves])
-                best = int(np.argmax(values[1:]))
-                if values[1 + best] >= values[0] * GUIDE_GAIN:
-                    action = moves[best]
+                values = self.predicted_speedups(prog, [advance(prog, pos, a)[0].schedule for a in moves])
+                best = int(np.argmax(values))
+                if values[best] >= here * GUIDE_GAIN:
+                    action, here = moves[best], float(values[best])
             out.append((pos, action))
             taken = 0 if action == NEXT else taken + 1
             pos, done = advance(prog, pos, action)
