@@ -8,7 +8,8 @@ measured every candidate one action beyond its path, so a walk that follows the 
 it by one action usually was), its measured speedup counts; `--measure` times the others as the
 data was timed (`Measurer.paired`, 5 rounds, busy-machine guard on; run it on a quiet machine), so
 every walk counts and "covered" is 1.  Reported separately for the programs
-`imitate` trained on and those it held out (same split: `--validation`, `--split-seed`):
+`imitate` trained on and those it held out (same split: `--validation`, `--split-seed`), and with
+`--trained SPEC` for every program the policy never saw ("unseen": held out, or past SPEC's `:N`):
 
 - covered: the share of walks whose schedule was measured;
 - speedup: geometric mean of the walk's measured speedup, over the covered programs;
@@ -68,7 +69,11 @@ def main() -> int:
     p.add_argument("--split-seed", type=int, default=ImitateConfig.split_seed)
     p.add_argument("--min-gain", type=float, default=ImitateConfig.min_gain)
     p.add_argument("--measure", action="store_true", help="time the walks the data did not measure")
-    p.add_argument("--parts", default="train,validation", help="which programs: train, validation or both")
+    p.add_argument("--parts", default="train,validation",
+                   help="which programs, comma-separated: train, validation, unseen (needs --trained)")
+    p.add_argument("--trained", metavar="SPEC",
+                   help="the data spec the policy was trained on (e.g. data/poly-greedy:266): 'unseen' is then the "
+                        "validation programs plus every program of DATA outside SPEC")
     p.add_argument("--out", help="JSON results file")
     args = p.parse_args()
     by_program = teaching_programs(load_folders(args.data), args.min_gain)  # imitate's programs, split as it does
@@ -78,6 +83,9 @@ def main() -> int:
     policy = AgentPolicy(args.policy)
     measurer = Measurer(scratch_cache(), repeats=config.get("repeats", 5), threads=config.get("threads", 2), quiet=0.15)
     parts = {"train": train, "validation": val}
+    if args.trained:
+        seen = {r["hash"] for r in load_folders(args.trained)}
+        parts["unseen"] = sorted(set(val) | (set(by_program) - seen))
     result = {"policy": args.policy, "data": args.data, "measured": args.measure}
     for part in args.parts.split(","):
         result[part] = score(policy, {h: by_program[h] for h in parts[part]}, measurer, args.measure)

@@ -26,7 +26,10 @@ measured ~12 actions, so a program teaches which of them paid and by how much, n
 the search kept.  `targets="both"` trains on the union of the two.  With `targets="walks"` a near-best prefix of the search (the first branch done,
 the rest not yet searched) taught "Next" on branches the search had not reached.
 
-Programs are split into train and validation by hash; `log.csv` has the loss and the validation
+`augment=N` adds, for each program, up to N of its measured interchanges read as programs of their own
+(`llmopt.poly.agent.augment`: the same measurements relabelled, so "undo this interchange" is taught
+as often as "do not interchange").  Programs are split into train and validation by hash (a relabelled
+program by its origin's); `log.csv` has the loss and the validation
 top-1 agreement with the best walk per epoch.  The checkpoint is an `AgentPolicy` file (and a
 `train --init` file for PPO on top).
 
@@ -52,6 +55,7 @@ from torch_geometric.data import Batch
 
 from llmopt.errors import UsageError, run_main
 from llmopt.outputs import atomic_target, write_atomic
+from llmopt.poly.agent.augment import augment
 from llmopt.poly.agent.model import ActorCritic
 from llmopt.poly.agent.state import graph
 from llmopt.poly.agent.walk import advance, start, walk_actions
@@ -79,6 +83,7 @@ class ImitateConfig:
     min_gain: float = 1.0  # programs whose best walk is slower than this teach nothing (1.0: all teach)
     targets: str = "walks"  # "walks" (each measured walk, weighted), "tree" or "both" (module docstring)
     init: str = ""  # pre-trained backbone/shared/value weights (`python -m llmopt.poly.agent.pretrain`)
+    augment: int = 0  # relabel up to N measured interchanges per program as programs of their own (`augment`)
 
 
 @dataclass
@@ -160,11 +165,16 @@ def tree_demonstrations(rows: list[dict], temperature: float, min_gain: float = 
 TARGETS = {"walks": (demonstrations,), "tree": (tree_demonstrations,), "both": (demonstrations, tree_demonstrations)}
 
 
-def split(programs: list[str], validation: float, seed: int) -> tuple[list[str], list[str]]:
+def split(programs: list[str], validation: float, seed: int,
+          family: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
     """(train, validation) program hashes.  A program's side depends on its hash and `seed` alone, so
     it keeps its side as the data grows (a run on more data never validates on what an earlier run
-    trained on); at least one program is held out when `validation` > 0 and there are two."""
+    trained on); at least one program is held out when `validation` > 0 and there are two.
+    `family` maps a relabelled program (`augment`) to its origin's hash, whose side it takes."""
+    family = family or {}
+
     def unit(h: str) -> float:
+        h = family.get(h, h)
         return int(hashlib.sha256(f"{seed}:{h}".encode()).hexdigest()[:12], 16) / 16 ** 12
     order = sorted(programs, key=unit)
     n_val = sum(unit(h) < validation for h in order)
@@ -201,13 +211,16 @@ def imitate(rows: list[dict], out: str | Path, cfg: ImitateConfig | None = None,
     torch.manual_seed(cfg.seed)
     rows = first_programs(rows, cfg.programs)
     t0 = time.time()
+    if cfg.augment:
+        rows = augment(rows, cfg.augment)
     if cfg.targets not in TARGETS:
         raise UsageError(f"targets must be one of {', '.join(TARGETS)}, not {cfg.targets!r}")
     demos: dict[str, list[Step]] = defaultdict(list)
     for kind in TARGETS[cfg.targets]:
         for h, steps in kind(rows, cfg.temperature, cfg.min_gain).items():
             demos[h] += steps
-    train_p, val_p = split(list(demos), cfg.validation, cfg.split_seed)
+    family = {r["hash"]: r["origin"] for r in rows if "origin" in r}
+    train_p, val_p = split(list(demos), cfg.validation, cfg.split_seed, family)
     train_s = [s for h in train_p for s in demos[h]]
     val_s = [s for h in val_p for s in demos[h]]
     if not train_s:
