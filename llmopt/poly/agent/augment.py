@@ -30,12 +30,12 @@ from llmopt.poly.schedule import Interchange, Schedule, ScheduleError, state, su
 def interchanged(prog: Program, x: Interchange) -> Program | None:
     """P with `x` done in its source (the iterators of every statement under the loop swapped), or
     None when that program's original order is not the state `x` leaves P in."""
+    lo, hi = sorted((x.level, x.level + 1 if x.other < 0 else x.other))
     try:
         target = state(prog, Schedule((x,)))
-        names = set(subtree(state(prog, Schedule()), x.stmt, min(x.level, _other(x))))
+        names = set(subtree(state(prog, Schedule()), x.stmt, lo))
     except ScheduleError:
         return None
-    lo, hi = sorted((x.level, _other(x)))
     spec = prog.to_dict()
     for s in spec["statements"]:
         if s["name"] in names:
@@ -46,10 +46,6 @@ def interchanged(prog: Program, x: Interchange) -> Program | None:
     except LlmoptError:
         return None
     return swapped if state(swapped, Schedule()) == target else None
-
-
-def _other(x: Interchange) -> int:
-    return x.level + 1 if x.other < 0 else x.other
 
 
 def equivalent_schedule(prog: Program, swapped: Program, x: Interchange, sigma: Schedule) -> Schedule | None:
