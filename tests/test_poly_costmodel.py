@@ -42,7 +42,7 @@ from llmopt.poly.costmodel.model import (
 from llmopt.poly.costmodel.search import beam_model, cached_model
 from llmopt.poly.costmodel.train import TrainConfig, Trainer, evaluate, featurize_rows, train, train_epoch
 from llmopt.poly.legality import check
-from llmopt.poly.measure import Measurer
+from llmopt.poly.measure import Measurer, machine_id
 from llmopt.poly.program import program_from_dict
 from llmopt.poly.schedule import Parallel, Schedule, Tile, Unroll
 from llmopt.poly.search import SEARCHES
@@ -80,6 +80,7 @@ def test_collection_writes_rows_and_a_sample(data_dir, tmp_path):
     assert all(r["speedup"] > 0 and r["seconds"] > 0 and r["baseline_seconds"] > 0 for r in rows)
     assert all(r["load"] >= 0 for r in rows)  # how busy the machine was, to find rows timed beside other work
     assert all(r["retimed"] == 0 for r in rows)  # the guard is off unless asked (quiet=None)
+    assert {r["machine"] for r in rows} == {machine_id()}  # speedups are this machine's
     # The identity schedule is the original program: its paired speedup measures only the noise.
     assert all(0.2 < r["speedup"] < 5 for r in rows if not r["schedule"])
     assert write_sample(data_dir, tmp_path / "sample", rows=5) >= 5

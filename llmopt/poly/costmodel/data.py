@@ -26,7 +26,8 @@ a repository keeps, so a fresh machine resumes from it); a packed seed counts as
 interrupted between writing a block and deleting its loose files leaves nothing twice.  Rows: `seed`, `hash` (program), `program` (its
 dict), `schedule` (`Schedule.to_list()`), `seconds`, `baseline_seconds`, `speedup`, `load` (the 1-minute load average while the program was
 measured), `retimed` (timed runs of the program taken again because other processes were busy;
-rows before these were recorded lack them).
+rows before these were recorded lack them), `machine` (`llmopt.poly.measure.machine_id`: CPU model and
+flags, clang; rows of the sessions before 2026-11-27's twentieth lack it).
 
 Run it on an otherwise idle machine: with 2 OpenMP threads on 2 cores, any other busy process takes
 a core from the parallel schedules, and their speedups come out too low (measured: with a training
@@ -226,6 +227,7 @@ def _init_worker(cache_path: str | None, cfg: DataConfig, quiet: float | None = 
 def measure_program(seed: int) -> dict:
     """{"seed", "rows": [...], "error"} for one random program (runs in a worker)."""
     from llmopt.poly.generator import random_program
+    from llmopt.poly.measure import machine_id
     from llmopt.poly.program import ProgramError
 
     measurer, cfg = _worker["measurer"], _worker["cfg"]
@@ -255,7 +257,9 @@ def measure_program(seed: int) -> dict:
     # schedules need idle cores, and a busy machine shows up here, so such rows can be found later.
     load = round(max(load, os.getloadavg()[0]), 2)
     retimed = measurer.retimed - retimed
-    return {"seed": seed, "rows": [{**r, "load": load, "retimed": retimed} for r in rows], "error": None}
+    machine = machine_id()  # speedups are the machine's: AVX-512 or not changes which schedules pay
+    return {"seed": seed, "rows": [{**r, "load": load, "retimed": retimed, "machine": machine} for r in rows],
+            "error": None}
 
 
 def program_file(out: Path, seed: int) -> Path:
