@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from llmopt.harness.cache import scratch_cache  # noqa: E402
 from llmopt.poly.agent.policy import agent_search  # noqa: E402
 from llmopt.poly.benchmarks import benchmarks  # noqa: E402
-from llmopt.poly.measure import Measurer  # noqa: E402
+from llmopt.poly.measure import Measurer, machine_id  # noqa: E402
 
 
 def main() -> int:
@@ -55,7 +55,8 @@ def main() -> int:
     if args.out:
         Path(args.out).write_text(json.dumps({"policy": args.policy, "candidates": args.candidates,
                                               "final_only": args.final_only,
-                                              "repeats": args.repeats, "geomean": geomean, "rows": rows}, indent=1))
+                                              "repeats": args.repeats, "machine": machine_id(),
+                                              "geomean": geomean, "rows": rows}, indent=1))
     return 0
 
 

@@ -33,7 +33,7 @@ from llmopt.harness.cache import scratch_cache  # noqa: E402
 from llmopt.poly.agent.imitate import ImitateConfig, split, teaching_programs  # noqa: E402
 from llmopt.poly.agent.policy import AgentPolicy  # noqa: E402
 from llmopt.poly.costmodel.data import load_folders  # noqa: E402
-from llmopt.poly.measure import Measurer  # noqa: E402
+from llmopt.poly.measure import Measurer, machine_id  # noqa: E402
 from llmopt.poly.program import program_from_dict  # noqa: E402
 from llmopt.poly.schedule import Schedule  # noqa: E402
 
@@ -86,7 +86,7 @@ def main() -> int:
     if args.trained:
         seen = {r["hash"] for r in load_folders(args.trained)}
         parts["unseen"] = sorted(set(val) | (set(by_program) - seen))
-    result = {"policy": args.policy, "data": args.data, "measured": args.measure}
+    result = {"policy": args.policy, "data": args.data, "measured": args.measure, "machine": machine_id()}
     for part in args.parts.split(","):
         result[part] = score(policy, {h: by_program[h] for h in parts[part]}, measurer, args.measure)
     measurer.close()
