@@ -2,7 +2,7 @@
 
 The search labels teach interchange badly (docs/results/pearl/critic/): most measured interchanges
 break a unit stride and run slower, so every policy trained here learned "interchange is a
-slowdown" and leaves syrk's `k, j` order alone (I(1,2) alone runs 2.86x there).  But a measured
+slowdown".  But a measured
 slowdown is also a measured speedup of the *other* program: when `x = I(a, b)` makes program P run
 s times as fast, the program P' whose source has those loops already swapped (`interchanged`) runs
 as P does under `x`, and undoing `x` on P' runs 1/s times as fast.  Every measured schedule `sigma`
@@ -13,7 +13,8 @@ front, or with `x` put before `sigma`'s first step on that branch), so its speed
 whose replayed state differs is left out.
 
 P' is P in disguise, so the rows keep P's hash as `origin` and `imitate.split` keeps a family on
-one side of the train/validation split.
+one side of the train/validation split.  Measured (docs/results/pearl/augment/): a large gain on
+unseen random programs, a loss on the hand-written benchmarks; off by default (`imitate --augment 0`).
 """
 
 from __future__ import annotations
