@@ -90,12 +90,12 @@ def relabelled_rows(rows: list[dict], x_row: dict) -> list[dict]:
     swapped = interchanged(prog, x)
     if swapped is None:
         return []
-    base, h = x_row["speedup"], swapped.hash()
+    base, h, spec = x_row["speedup"], swapped.hash(), swapped.to_dict()
     out = []
     for r in rows:
         tau = equivalent_schedule(prog, swapped, x, Schedule.from_list(r["schedule"]))
         if tau is not None:
-            out.append({**r, "hash": h, "program": swapped.to_dict(), "schedule": tau.to_list(),
+            out.append({**r, "hash": h, "program": spec, "schedule": tau.to_list(),
                         "speedup": r["speedup"] / base, "origin": r.get("origin", r["hash"])})
     return out
 

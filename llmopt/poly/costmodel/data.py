@@ -217,17 +217,17 @@ def _init_worker(cache_path: str | None, cfg: DataConfig, quiet: float | None = 
     """One Measurer per worker process, on the shared cache (None: a private scratch cache); `quiet`:
     the busy-machine guard (module docstring)."""
     from llmopt.harness.cache import open_cache, scratch_cache
-    from llmopt.poly.measure import Measurer
+    from llmopt.poly.measure import Measurer, machine_id
 
     cache = (open_cache(cache_path) if cache_path else None) or scratch_cache()
     _worker["measurer"] = Measurer(cache, repeats=cfg.repeats, threads=cfg.threads, quiet=quiet)
     _worker["cfg"] = cfg
+    _worker["machine"] = machine_id()  # speedups are the machine's: AVX-512 or not changes which schedules pay
 
 
 def measure_program(seed: int) -> dict:
     """{"seed", "rows": [...], "error"} for one random program (runs in a worker)."""
     from llmopt.poly.generator import random_program
-    from llmopt.poly.measure import machine_id
     from llmopt.poly.program import ProgramError
 
     measurer, cfg = _worker["measurer"], _worker["cfg"]
@@ -257,7 +257,7 @@ def measure_program(seed: int) -> dict:
     # schedules need idle cores, and a busy machine shows up here, so such rows can be found later.
     load = round(max(load, os.getloadavg()[0]), 2)
     retimed = measurer.retimed - retimed
-    machine = machine_id()  # speedups are the machine's: AVX-512 or not changes which schedules pay
+    machine = _worker["machine"]
     return {"seed": seed, "rows": [{**r, "load": load, "retimed": retimed, "machine": machine} for r in rows],
             "error": None}
 
