@@ -83,6 +83,34 @@ def test_double_buffers_are_opt_in_and_older_seeds_keep_their_programs():
     assert db.to_dict() == measured("poly-greedy-db", 2000, 200001)
 
 
+def _in_loop_order(prog) -> tuple[int, int]:
+    """(reads indexing two or more spatial loops, of which in the nest's loop order) in `prog`."""
+    import re
+
+    total = ordered = 0
+    for st in prog.statements:
+        loops = [i for i in st.iterators if i != "t"]
+        for access in re.findall(r"[A-Z]\w*((?:\[[^\]]*\])+)", st.body.split("=", 1)[1]):
+            used = [x for x in (re.sub(r"[^a-z]", "", sub) for sub in re.findall(r"\[([^\]]*)\]", access))
+                    if x in loops]
+            if len(used) >= 2:
+                total += 1
+                ordered += used == sorted(used, key=loops.index)
+    return total, ordered
+
+
+def test_reads_in_loop_order_are_opt_in():
+    """p_transpose < 1 writes most reads outermost loop first, as people do; the default keeps any order
+    (and, drawing nothing more, every older seed's program: the test above)."""
+    def share(**limits) -> float:
+        counts = [_in_loop_order(random_program(seed, **limits)) for seed in range(300000, 300060)]
+        return sum(o for _, o in counts) / sum(t for t, _ in counts)
+
+    assert share() < 0.6
+    assert share(p_transpose=0.0) > 0.85  # the rest: reused tensors whose shape forces the order
+    assert share(p_transpose=0.0) > share(p_transpose=0.5) > share()
+
+
 def test_double_buffered_stencils_compile_match_and_keep_time_sequential(measurer):
     """A ping-pong stencil (X[(t + 1) % 2] from X[t % 2]): in bounds, its output matches the reference,
     its time loop may not run in parallel (each step reads the last), its spatial loop may."""

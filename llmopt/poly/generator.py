@@ -18,6 +18,10 @@ kernels are made of, so the agent sees every kind of dependence it meets in the 
   extent of 2, the quasi-affine ping-pong of heat2d and of time-tiled stencil codes.  Off by default
   so that every seed drawn before it existed keeps its program (the collected data name programs by
   seed); data folders that want it say so in their config (`--limit p_double_buffer=0.5`).
+- reads in loop order: with `Limits.p_transpose` < 1 (default 1: any order), a read indexes its loops
+  outermost first (`A[i][k]` in an `i j k` nest, not `A[k][i]`) unless a draw says otherwise, as
+  hand-written kernels mostly do (stencils always; products transpose one operand).  A policy trained
+  only on any-order reads learns that the source order is often wrong (docs/results/pearl/augment/).
 
 Sizes: the total number of statement instances is drawn log-uniformly in `Limits.iterations` and
 the size parameters are scaled to reach it, so the untransformed program runs roughly 1-50 ms at
@@ -70,6 +74,7 @@ class Limits:
     p_reuse: float = 0.5  # a read (or the write) uses an existing tensor when the shapes fit
     p_float: float = 0.3  # the program uses float instead of double
     p_double_buffer: float = 0.0  # a stencil in a time loop ping-pongs between X[t % 2] and X[(t + 1) % 2]
+    p_transpose: float = 1.0  # a read indexes its loops in a random order (else outer loop first, as people write)
 
 
 SMALL = {"iterations": (2e3, 2e4), "size_range": (5, 64), "time_range": (2, 4), "max_elements": 1 << 12}
@@ -131,32 +136,42 @@ class _Builder:
             parts.append(f"[{lp.name}{'' if off == 0 else f'{off:+d}'}]")
         return "".join(parts)
 
-    def fitting(self, dims: tuple[str, ...], space: list[_Loop]) -> list[_Loop] | None:
-        """Distinct loops of `space` whose size parameters are `dims`, in order (random choice)."""
+    def fitting(self, dims: tuple[str, ...], space: list[_Loop], in_order: bool = False) -> list[_Loop] | None:
+        """Distinct loops of `space` whose size parameters are `dims`, in order (random choice; with
+        `in_order`, the outermost loop after the last one chosen when there is one)."""
         chosen: list[_Loop] = []
         for d in dims:
             options = [lp for lp in space if lp.param == d and lp not in chosen]
             if not options:
                 return None
-            chosen.append(self.rng.choice(options))
+            after = [lp for lp in options if not chosen or space.index(lp) > space.index(chosen[-1])]
+            chosen.append(after[0] if in_order and after else self.rng.choice(options))
         return chosen
 
-    def reuse(self, space: list[_Loop], prefer: list[str]) -> tuple[str, list[_Loop]] | None:
+    def transposed(self) -> bool:
+        """Whether the next read may index its loops in any order; drawn only when `p_transpose` < 1,
+        so that programs drawn with the default keep their random stream (and the seeds of older data)."""
+        return self.lim.p_transpose >= 1 or self.rng.random() < self.lim.p_transpose
+
+    def reuse(self, space: list[_Loop], prefer: list[str], in_order: bool = False) -> tuple[str, list[_Loop]] | None:
         """An existing tensor that `space`'s loops can index (tensors in `prefer` first)."""
         names = [t for t in prefer if t in self.tensors] + [t for t in self.tensors if t not in prefer]
         for name in names:
-            if len(self.tensors[name]) <= len(space) and (fit := self.fitting(self.tensors[name], space)):
+            if len(self.tensors[name]) <= len(space) and (fit := self.fitting(self.tensors[name], space, in_order)):
                 return name, fit
         return None
 
     def read(self, space: list[_Loop]) -> str:
         """One read access: an existing tensor (often one an earlier computation wrote) or a new input."""
+        in_order = not self.transposed()
         if self.tensors and self.rng.random() < self.lim.p_reuse:
             prefer = self.rng.sample(self.written, len(self.written))
-            if found := self.reuse(space, prefer):
+            if found := self.reuse(space, prefer, in_order):
                 return found[0] + self.subscript(found[1], offsets=True)
         rank = self.rng.randint(1, min(3, len(space)))
         picked = self.rng.sample(space, rank)  # random order: transposed accesses
+        if in_order:
+            picked.sort(key=space.index)
         name = self.new_tensor(tuple(lp.param for lp in picked))
         return name + self.subscript(picked, offsets=True)
 
