@@ -81,6 +81,8 @@ def test_double_buffers_are_opt_in_and_older_seeds_keep_their_programs():
     # and the double-buffer folder's programs are what its config.json's limits draw
     db = random_program(200001, iterations=(1.5e7, 1.5e8), p_double_buffer=1, p_time=0.7)
     assert db.to_dict() == measured("poly-greedy-db", 2000, 200001)
+    hw = random_program(300001, iterations=(1.5e7, 1.5e8), p_transpose=0.2, p_double_buffer=0.3, p_time=0.4)
+    assert hw.to_dict() == measured("poly-greedy-hw", 3000, 300001)
 
 
 def _in_loop_order(prog) -> tuple[int, int]:
