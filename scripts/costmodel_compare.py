@@ -2,7 +2,9 @@
 the schedule each model ranks first is) overall, on the programs of seeds below `--old-seeds` (the earlier
 test set) and on the rest, and the same on the validation programs.  The split is by program hash
 (`llmopt.poly.costmodel.train.split_of`), so a model trained on less data never saw any of these; the
-"identity" row is the pick ratio of always answering the untransformed program.
+"identity" row is the pick ratio of always answering the untransformed program.  "buckets" splits each
+model's test MAPE by the measured speedup (how much of the error each range makes, and the median
+prediction there: a model that predicts ~1 everywhere shows it at once).
 
     python scripts/costmodel_compare.py data/poly-costmodel llmopt/poly/data/costmodel.pt runs/cm-673/costmodel.pt \
         --old-seeds 438 --cache runs/cm-673/features.pkl
@@ -18,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmopt.poly.costmodel.data import load_rows  # noqa: E402
-from llmopt.poly.costmodel.model import load_model  # noqa: E402
+from llmopt.poly.costmodel.model import load_model, predict_trees  # noqa: E402
 from llmopt.poly.costmodel.train import MIN_SPEEDUP, Dataset, TrainConfig, featurize_rows, scores  # noqa: E402
 
 
@@ -42,12 +44,34 @@ def main() -> int:
     if args.old_seeds:
         parts.update({f"test, seeds < {args.old_seeds}": subset(test, lambda h: h in old),
                       "test, the rest": subset(test, lambda h: h not in old)})
-    both = {m: {k: scores(load_model(m, "cpu")[0], v) for k, v in parts.items()} for m in args.models}
+    models = {m: load_model(m, "cpu")[0] for m in args.models}
+    both = {m: {k: scores(model, v) for k, v in parts.items()} for m, model in models.items()}
     print(json.dumps({"programs": {k: len(set(v.programs)) for k, v in parts.items()},
                       "mape": {m: {k: round(v[0], 4) for k, v in r.items()} for m, r in both.items()},
                       "pick": {m: {k: round(v[1], 3) for k, v in r.items()} for m, r in both.items()},
-                      "pick_identity": {k: round(identity_pick(rows, v), 3) for k, v in parts.items()}}, indent=1))
+                      "pick_identity": {k: round(identity_pick(rows, v), 3) for k, v in parts.items()},
+                      "buckets": {m: error_buckets(model, test) for m, model in models.items()}}, indent=1))
     return 0
+
+
+BUCKETS = (0.0, 0.25, 0.5, 0.8, 1.25, 2.0, float("inf"))  # measured speedup ranges
+
+
+def error_buckets(model, ds: Dataset) -> list[dict]:
+    """Per range of measured speedup: samples, their share, mean APE, their part of the MAPE, median prediction."""
+    import numpy as np
+
+    y = np.asarray(ds.speedups)
+    pred = predict_trees(model, ds.trees)
+    ape = np.abs(pred - y) / y
+    out = []
+    for lo, hi in zip(BUCKETS, BUCKETS[1:]):
+        m = (y >= lo) & (y < hi)
+        if m.any():
+            out.append({"speedup": f"[{lo}, {hi})", "samples": int(m.sum()), "share": round(float(m.mean()), 3),
+                        "mape": round(float(ape[m].mean()), 3), "of_total": round(float(ape[m].sum() / len(y)), 3),
+                        "median_prediction": round(float(np.median(pred[m])), 3)})
+    return out
 
 
 def identity_pick(rows: list[dict], ds: Dataset) -> float:
