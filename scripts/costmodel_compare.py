@@ -65,7 +65,7 @@ def error_buckets(model, ds: Dataset) -> list[dict]:
     pred = predict_trees(model, ds.trees)
     ape = np.abs(pred - y) / y
     out = []
-    for lo, hi in zip(BUCKETS, BUCKETS[1:]):
+    for lo, hi in zip(BUCKETS[:-1], BUCKETS[1:], strict=True):
         m = (y >= lo) & (y < hi)
         if m.any():
             out.append({"speedup": f"[{lo}, {hi})", "samples": int(m.sum()), "share": round(float(m.mean()), 3),
