@@ -4,6 +4,7 @@ measured schedule never slower than the original, and a missing model file is a 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -248,6 +249,26 @@ def test_a_few_training_steps_reduce_the_loss(data_dir):
     for _ in range(cfg.epochs):
         train_epoch(trainer.model, sets["train"], trainer.opt, trainer.sched, cfg, rng)
     assert evaluate(trainer.model, sets["train"]) < before
+
+
+def test_normalized_inputs_are_the_training_splits_and_survive_save_and_load(data_dir, tmp_path):
+    """`--normalize`: the model standardizes its inputs by the training split's statistics, kept in the
+    file; a model file from before the option loads as it always did (no such buffers)."""
+    import numpy as np
+
+    from llmopt.poly.costmodel.model import predict_trees
+
+    cfg = TrainConfig(epochs=1, fractions=(0.5, 0.25), model=dataclasses.replace(ModelConfig.tiny(), normalize=True))
+    train([data_dir], tmp_path / "run", cfg, log=lambda *_: None, progress=False)
+    model, _ = load_model(tmp_path / "run" / "costmodel.pt")
+    sets = featurize_rows(load_rows(data_dir), cfg, progress=False)
+    comps = np.concatenate([t.comps for t in sets["train"].trees])
+    assert np.allclose(model.in_mean.numpy(), comps.mean(0), atol=1e-5)
+    assert (model.in_std.numpy() > 0).all()
+    trees = sets["train"].trees + sets["test"].trees
+    assert np.isfinite(predict_trees(model, trees)).all()
+    plain = CostModel(ModelConfig.tiny())
+    assert not hasattr(plain, "in_mean") and "in_mean" not in plain.state_dict()
 
 
 def test_training_on_several_folders_uses_every_row(data_dir, tmp_path):

@@ -11,7 +11,11 @@ Three layers, as in Figure 2:
 3. regression: an MLP (A.1: 180 -> 200 -> 180 -> 1) gives log(speedup); the model returns its
    exponential, so a prediction is positive by construction and the MAPE loss sees speedups.
 
-Every layer is followed by ELU and dropout 0.225 (A.1), weights are Glorot-initialized.  The sizes
+Every layer is followed by ELU and dropout 0.225 (A.1), weights are Glorot-initialized.  With
+`ModelConfig.normalize` the computation vectors are first standardized by the training split's mean
+and standard deviation per feature (`set_input_stats`, kept in the model file): not in the paper;
+our features are squashed to small, uneven ranges and the network trained on them directly barely
+moves from a constant (docs/results/costmodel/normalized/).  The sizes
 are the paper's (about 1.3 M parameters, cheap enough for a CPU; `ModelConfig.tiny()` is a small
 version for tests).  A batch holds samples of one tree structure (A.1 batches transformations of
 one program for the same reason): their computation vectors are stacked and the recursion runs
@@ -56,6 +60,7 @@ class ModelConfig:
     loop_layers: tuple[int, ...] = (200,)
     head_layers: tuple[int, ...] = (200, 180)
     dropout: float = 0.225
+    normalize: bool = False  # standardize the inputs (module docstring); absent in older model files
 
     @staticmethod
     def tiny() -> ModelConfig:
@@ -91,6 +96,16 @@ class CostModel(nn.Module):
             else:
                 nn.init.zeros_(p)
         nn.init.zeros_(self.head[-1].weight)  # start at speedup 1 (exp(0)) everywhere: MAPE 1 at worst
+        if cfg.normalize:  # identity until set_input_stats; buffers, so saved and loaded with the weights
+            self.register_buffer("in_mean", torch.zeros(cfg.comp_features))
+            self.register_buffer("in_std", torch.ones(cfg.comp_features))
+
+    def set_input_stats(self, comps: np.ndarray) -> None:
+        """Standardize inputs by these computation vectors' statistics ([n, COMP_FEATURES], the training
+        split's); a feature constant there is only centred."""
+        std = comps.std(0)
+        self.in_mean.copy_(torch.from_numpy(comps.mean(0)).float())
+        self.in_std.copy_(torch.from_numpy(np.where(std < 1e-6, 1.0, std)).float())
 
     def _summary(self, lstm: nn.LSTM, items: list[torch.Tensor], batch: int, like: torch.Tensor) -> torch.Tensor:
         """Final hidden state of `lstm` over `items` (each [B, E]); zeros when there are none."""
@@ -109,6 +124,8 @@ class CostModel(nn.Module):
 
     def log_speedup(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:
         """comps [B, n, COMP_FEATURES] of B samples sharing `structure` -> log speedup [B]."""
+        if self.cfg.normalize:
+            comps = (comps - self.in_mean) / self.in_std
         program = self._loop(structure, self.comp(comps))
         return MAX_LOG_SPEEDUP * torch.tanh(self.head(program).squeeze(-1) / MAX_LOG_SPEEDUP)
 
