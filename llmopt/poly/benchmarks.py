@@ -4,10 +4,11 @@ Pearl (paper 000, Table 3): blur, cvtcolor, doitgen, heat2d, heat3d, jacobi2d, m
 PolyBench 4.2: gemm, 2mm, syrk, atax, fdtd-2d.  The loop structure and statements follow the
 PolyBench sources (Tiramisu's versions for blur, cvtcolor and heat2d), except gemm, which keeps
 PolyBench 3.2's `i j k` nest with `C[i][j] *= beta` inside it (4.2 moved k outside j, already the
-unit-stride order); scalars alpha and beta are the constants 1.5 and 1.2.  `benchmark(name)` is the measured size, chosen so that the original
-program at `-O3` runs 10-500 ms on the 2-core development machine (docs in the module's table
-below, measured with `Measurer.baseline_o3`); `benchmark(name, small=True)` is a size that runs in
-microseconds, for tests.  These programs are never used for training.
+unit-stride order); scalars alpha and beta are the constants 1.5 and 1.2.  `benchmark(name)` is
+the measured size, chosen so that the original program at `-O3` runs 10-500 ms on the 2-core
+development machine (docs in the module's table below, measured with `Measurer.baseline_o3`);
+`benchmark(name, small=True)` is a size that runs in microseconds, for tests.  These programs are
+never used for training.
 """
 
 from __future__ import annotations
