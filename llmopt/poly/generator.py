@@ -144,8 +144,8 @@ class _Builder:
             options = [lp for lp in space if lp.param == d and lp not in chosen]
             if not options:
                 return None
-            after = [lp for lp in options if not chosen or space.index(lp) > space.index(chosen[-1])]
-            chosen.append(after[0] if in_order and after else self.rng.choice(options))
+            after = in_order and [lp for lp in options if not chosen or space.index(lp) > space.index(chosen[-1])]
+            chosen.append(after[0] if after else self.rng.choice(options))
         return chosen
 
     def transposed(self) -> bool:
