@@ -271,6 +271,24 @@ def test_normalized_inputs_are_the_training_splits_and_survive_save_and_load(dat
     assert not hasattr(plain, "in_mean") and "in_mean" not in plain.state_dict()
 
 
+def test_a_share_of_the_training_programs_is_nested_and_leaves_the_other_splits_alone():
+    """`--train-share`: a learning curve trains on fewer programs, never on another split's."""
+    from llmopt.poly.costmodel.train import Dataset, split_of, train_share_of
+
+    cfg = TrainConfig()
+    hashes = [f"program-{k}" for k in range(600)]
+    train_programs = [h for h in hashes if split_of(h, cfg.fractions, cfg.seed) == "train"]
+    ds = Dataset(trees=[None] * 2 * len(train_programs), speedups=[1.0] * 2 * len(train_programs),
+                 programs=train_programs * 2)  # two samples a program
+    assert train_share_of(ds, cfg) is ds
+    half = set(train_share_of(ds, dataclasses.replace(cfg, train_share=0.5)).programs)
+    most = set(train_share_of(ds, dataclasses.replace(cfg, train_share=0.8)).programs)
+    assert half < most < set(train_programs)
+    assert 0.4 < len(half) / len(train_programs) < 0.6
+    kept = train_share_of(ds, dataclasses.replace(cfg, train_share=0.5))
+    assert len(kept.trees) == len(kept.speedups) == 2 * len(half)
+
+
 def test_training_on_several_folders_uses_every_row(data_dir, tmp_path):
     """`train A B`: the rows of both, split alike by program (poly-costmodel + poly-greedy)."""
     rows = load_rows(data_dir)

@@ -73,12 +73,17 @@ class TrainConfig:
     device: str = "cpu"
     threads: int = 1  # torch CPU threads: more only spin against each other on a shared, busy machine
     rank_weight: float = 0.0  # weight of `rank_loss` beside MAPE (0: the paper's MAPE alone)
+    train_share: float = 1.0  # train on this share of the training programs (a learning curve; same test)
     model: ModelConfig = field(default_factory=ModelConfig)
+
+
+def _draw(program_hash: str, seed: int) -> float:
+    return int(hashlib.sha256(f"{seed}/{program_hash}".encode()).hexdigest()[:12], 16) / 16**12
 
 
 def split_of(program_hash: str, fractions: tuple[float, float], seed: int = 0) -> str:
     """"train" / "validation" / "test" for a program, from its hash alone (stable as data grows)."""
-    u = int(hashlib.sha256(f"{seed}/{program_hash}".encode()).hexdigest()[:12], 16) / 16**12
+    u = _draw(program_hash, seed)
     return SPLITS[0] if u < fractions[0] else SPLITS[1] if u < sum(fractions) else SPLITS[2]
 
 
@@ -89,6 +94,15 @@ class Dataset:
     trees: list[Tree] = field(default_factory=list)
     speedups: list[float] = field(default_factory=list)
     programs: list[str] = field(default_factory=list)
+
+
+def train_share_of(ds: Dataset, cfg: TrainConfig) -> Dataset:
+    """The samples of the first `cfg.train_share` of the training programs (by the split's own draw, so a
+    smaller share is a subset of a larger one and validation and test do not change)."""
+    if cfg.train_share >= 1.0:
+        return ds
+    keep = [k for k, h in enumerate(ds.programs) if _draw(h, cfg.seed) < cfg.fractions[0] * cfg.train_share]
+    return Dataset([ds.trees[k] for k in keep], [ds.speedups[k] for k in keep], [ds.programs[k] for k in keep])
 
 
 def _row_key(r: dict) -> str:
@@ -216,7 +230,9 @@ class Trainer:
         return {"epochs": self.cfg.epochs, "batch_size": self.cfg.batch_size, "max_lr": self.cfg.max_lr,
                 "seed": self.cfg.seed, "fractions": list(self.cfg.fractions), "model": repr(self.cfg.model),
                 # absent when off, so checkpoints from before the option still resume
-                **({"rank_weight": self.cfg.rank_weight} if self.cfg.rank_weight else {})}
+                **({"rank_weight": self.cfg.rank_weight} if self.cfg.rank_weight else {}),
+                **({"weight_decay": self.cfg.weight_decay} if self.cfg.weight_decay != TrainConfig.weight_decay else {}),
+                **({"train_share": self.cfg.train_share} if self.cfg.train_share < 1.0 else {})}
 
     def state(self) -> dict:
         return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "sched": self.sched.state_dict(),
@@ -254,6 +270,7 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
     data = " + ".join(map(str, folders))
     rows = [row for folder in folders for row in load_rows(folder)]
     sets = featurize_rows(rows, cfg, progress, cache=out / "features.pkl")
+    sets["train"] = train_share_of(sets["train"], cfg)
     if not sets["train"].trees:
         raise UsageError(f"{data}: no training programs after the split (collect more programs)")
     trainer = Trainer(cfg, len(batches(sets["train"], cfg.batch_size)))
@@ -301,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=TrainConfig.epochs)
     p.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
     p.add_argument("--lr", type=float, default=TrainConfig.max_lr, help="one-cycle maximum learning rate")
+    p.add_argument("--weight-decay", type=float, default=TrainConfig.weight_decay, help="AdamW weight decay (A.1's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
@@ -308,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dropout", type=float, help=f"dropout after every layer (default A.1's {ModelConfig.dropout})")
     p.add_argument("--normalize", action="store_true",
                    help="standardize the inputs by the training split's statistics (not in the paper; learns far faster)")
+    p.add_argument("--train-share", type=float, default=1.0,
+                   help="train on this share of the training programs (a learning curve; validation and test unchanged)")
     p.add_argument("--rank-weight", type=float, default=0.0,
                    help="add this much pairwise ranking loss to MAPE (default 0: MAPE alone, as the paper)")
     args = p.parse_args(argv)
@@ -315,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, max_lr=args.lr, seed=args.seed,
                       device=args.device, threads=args.threads, model=ModelConfig.tiny() if args.tiny else ModelConfig(),
-                      rank_weight=args.rank_weight)
+                      rank_weight=args.rank_weight, weight_decay=args.weight_decay,
+                      train_share=args.train_share)
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     if args.normalize:
