@@ -46,6 +46,7 @@ CASES = [  # (transformation, benchmark, transforms before it, legal?)
     ("fusion of independent nests", "mvt", (), Fuse("S0", 0), True),
     ("interchange of time and space", "heat2d", (), Interchange("S0", 0), False),
     ("parallel after interchanging the space loops", "heat2d", (Interchange("S0", 1),), Parallel("S0", 1), True),
+    ("interchange that distributes gemm's j loop (i-k-j)", "gemm", (), Interchange("S1", 1), True),
 ]
 
 
@@ -73,9 +74,38 @@ def test_tiling_moves_parallel_mark_to_tile_loop():
 def test_not_applicable_raises_schedule_error():
     prog = benchmark("gemm", small=True)
     with pytest.raises(ScheduleError, match="fewer than"):
-        state(prog, Schedule((Interchange("S1", 1),)))
+        state(prog, Schedule((Interchange("S0", 1),)))  # S0 itself has two loops
     with pytest.raises(ScheduleError, match="no loop level"):
         state(prog, Schedule((Reversal("S1", 7),)))
+
+
+def test_interchange_distributes_the_loop_a_shorter_statement_shares():
+    """gemm: `C[i][j] *= beta` sits in the j loop beside the k loop; interchanging j and k of the
+    reduction gives C *= beta its own j loop first (i { j: S0 } { k { j: S1 } }), in program order."""
+    st = state(benchmark("gemm", small=True), Schedule((Interchange("S1", 1),)))
+    assert (st["S0"].betas, st["S0"].loops) == ([0, 0, 0], ["i", "j"])
+    assert (st["S1"].betas, st["S1"].loops) == ([0, 1, 0, 0], ["i", "k", "j"])
+    later = state(benchmark("2mm", small=True), Schedule((Interchange("S1", 1),)))
+    assert later["S2"].betas == [1, 0, 0] and later["S3"].betas == [1, 0, 1, 0]  # the next nest is untouched
+
+
+@pytest.mark.parametrize("read, legal", [("C[i][j]", True), ("C[i][j-1]", False)])
+def test_distribution_against_a_dependence_is_refused(read, legal):
+    """S0 reads C[i][j-1], which the reduction S1 finished in the previous j iteration: with S1 moved
+    into a j loop of its own after S0's, S0 would read it unfinished. Reading C[i][j] (before this j's
+    sum, in both orders) keeps the split legal."""
+    from llmopt.poly.program import program_from_dict
+
+    two = {"type": "double", "shape": ["N", "N"]}
+    prog = program_from_dict({"name": "reads-a-sum", "params": {"N": 8}, "tensors": {"A": two, "C": two, "X": two},
+                              "statements": [
+                                  {"name": "S0", "iterators": ["i", "j"], "domain": "0 <= i < N and 1 <= j < N",
+                                   "body": f"X[i][j] = {read}", "shares": 0},
+                                  {"name": "S1", "iterators": ["i", "j", "k"],
+                                   "domain": "0 <= i < N and 1 <= j < N and 0 <= k < N",
+                                   "body": "C[i][j] += A[i][k]", "shares": 2}]})
+    ok, reason = check(prog, Schedule((Interchange("S1", 1),)))
+    assert ok == legal and (legal or "reversed" in reason)
 
 
 def test_branches_follow_the_loop_tree():

@@ -30,7 +30,7 @@ from llmopt.poly.deps import Dependences, dependences
 from llmopt.poly.program import Program
 from llmopt.poly.schedule import Schedule, ScheduleError, State, Transform, schedule_map, state
 
-LEGALITY_VERSION = 1
+LEGALITY_VERSION = 2  # 2: an interchange may distribute the outer loop (schedule.distribute)
 
 
 def _zeros(upto: int) -> list[str]:

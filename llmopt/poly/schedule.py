@@ -15,9 +15,13 @@ statement in it and its level, `(stmt, level)`.
 
 Each transformation names one loop of one branch by `(stmt, level)`, with levels counted from 0 =
 outermost in the statement's *current* loops (tiling adds loops), and applies to the whole subtree
-below that loop, so it never splits a loop by itself (fusion merges two):
+below that loop, so it never splits a loop by itself (fusion merges two), with one exception:
 
-- `Interchange(stmt, level, other)`: swap two loop levels (Pearl I(i, i+1));
+- `Interchange(stmt, level, other)`: swap two loop levels (Pearl I(i, i+1)); where statements sit
+  directly in the outer of two adjacent loops beside the branch's inner loop (gemm's `C *= beta`
+  beside its `k` loop), the outer loop is first distributed (`distribute`): they keep their own copy
+  of it, as Tiramisu schedules each computation by itself, and legality decides whether the split
+  keeps the program's meaning;
 - `Reversal(stmt, level)`: run one loop backwards (R(i));
 - `Skew(stmt, level, factor)`: loop level+1 += factor * loop level (S(i, i+1));
 - `Parallel(stmt, level)`: run the loop as `#pragma omp parallel for` (P(i));
@@ -137,6 +141,8 @@ class Interchange(Transform):
     def apply(self, state: State) -> None:
         other = self.level + 1 if self.other < 0 else self.other
         lo, hi = sorted((self.level, other))
+        if hi == lo + 1 and state.get(self.stmt) is not None and state[self.stmt].depth > hi:
+            distribute(state, self.stmt, lo)
         for n in _needs_depth(state, self.stmt, lo, hi + 1):
             s = state[n]
             s.loops[lo], s.loops[hi] = s.loops[hi], s.loops[lo]
@@ -225,6 +231,33 @@ class Fuse(Transform):
         for n in others:
             state[n].betas[lvl] = here
             state[n].betas[lvl + 1] += shift
+
+
+def distribute(state: State, stmt: str, level: int) -> None:
+    """Split the loop (stmt, level) where statements directly in it sit beside loops: each maximal run of
+    such statements, and each run of child loops, gets its own copy of the loop, in the same order.
+    A no-op when the loop holds child loops only (or statements only)."""
+    names = subtree(state, stmt, level)
+    children = sorted({state[n].betas[level + 1] for n in names})
+    def is_loop(beta: int) -> bool:
+        return any(state[n].depth > level + 1 for n in names if state[n].betas[level + 1] == beta)
+    runs: list[list[int]] = []
+    for beta in children:
+        if runs and is_loop(beta) == is_loop(runs[-1][0]):
+            runs[-1].append(beta)
+        else:
+            runs.append([beta])
+    if len(runs) < 2:
+        return
+    prefix, here = state[stmt].betas[:level], state[stmt].betas[level]
+    for s in state.values():  # later loops at this level move down to make room
+        if s.depth > level and s.betas[:level] == prefix and s.betas[level] > here:
+            s.betas[level] += len(runs) - 1
+    for q, run in enumerate(runs):
+        for n in names:
+            if state[n].betas[level + 1] in run:
+                state[n].betas[level] = here + q
+                state[n].betas[level + 1] -= run[0]
 
 
 def _needs_depth(state: State, stmt: str, level: int, depth: int) -> list[str]:

@@ -39,7 +39,7 @@ def interchanged(prog: Program, x: Interchange) -> Program | None:
         return None
     spec = prog.to_dict()
     for s in spec["statements"]:
-        if s["name"] in names:
+        if s["name"] in names and len(s["iterators"]) > hi:  # a shorter one only moves (schedule.distribute)
             its = s["iterators"]
             its[lo], its[hi] = its[hi], its[lo]
     try:
