@@ -88,6 +88,22 @@ def test_collection_writes_rows_and_a_sample(data_dir, tmp_path):
     assert "python -m llmopt.poly.costmodel.data" in (tmp_path / "sample" / "README.md").read_text()
 
 
+def test_seeds_come_from_a_list_a_file_or_the_range(tmp_path):
+    from llmopt.errors import UsageError
+    from llmopt.poly.costmodel.data import _parser, _seeds
+
+    def seeds(*argv):
+        return list(_seeds(_parser().parse_args(["out", *argv])))
+
+    assert seeds("--programs", "3", "--first-seed", "10") == [10, 11, 12]
+    assert seeds("--seeds", "100005,100017") == [100005, 100017]
+    (tmp_path / "seeds.txt").write_text("7\n3\n")
+    assert seeds("--seeds", f"@{tmp_path / 'seeds.txt'}") == [7, 3]
+    for bad in ("1,x", "@" + str(tmp_path / "missing.txt"), ","):
+        with pytest.raises(UsageError, match="--seeds"):
+            seeds("--seeds", bad)
+
+
 def test_collection_killed_after_one_program_resumes_without_duplicates(tmp_path):
     out = tmp_path / "data"
     cmd = [sys.executable, "-m", "llmopt.poly.costmodel.data", str(out), "--programs", "3", "--small",

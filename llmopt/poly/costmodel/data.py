@@ -560,6 +560,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("out", help="output folder (resumes when it exists)")
     p.add_argument("--programs", type=int, default=100, help="random programs: seeds FIRST..FIRST+N-1")
     p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--seeds", metavar="LIST",
+                   help="these seeds instead of --programs/--first-seed: comma-separated, or @FILE with one a line "
+                   "(e.g. programs to label again after the action space changed)")
     p.add_argument("--schedules-per-program", type=int, default=DataConfig.schedules_per_program)
     p.add_argument("--repeats", type=int, default=DataConfig.repeats, help="timed runs per schedule (minimum kept)")
     p.add_argument("--threads", type=int, default=DataConfig.threads, help="OpenMP threads of a run")
@@ -627,6 +630,21 @@ def _limits(items: list[str]) -> dict:
     return out
 
 
+def _seeds(args: argparse.Namespace) -> range | list[int]:
+    if not args.seeds:
+        return range(args.first_seed, args.first_seed + args.programs)
+    try:
+        text = Path(args.seeds[1:]).read_text() if args.seeds.startswith("@") else args.seeds.replace(",", " ")
+        seeds = [int(x) for x in text.split()]
+    except OSError as err:
+        raise UsageError(f"--seeds {args.seeds!r}: {err.strerror or err}") from None
+    except ValueError:
+        raise UsageError(f"--seeds {args.seeds!r}: expected integers, comma-separated or one a line") from None
+    if not seeds:
+        raise UsageError(f"--seeds {args.seeds!r}: no seeds")
+    return seeds
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.pack_only:
@@ -640,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     alone = args.executor == "local" and args.workers == 1
     quiet = args.quiet_cores if alone and args.quiet_cores >= 0 else None  # other workers would count as busy
     cache = args.cache or str(DEFAULT_CACHE_DIR / "poly.sqlite")
-    rows = collect(args.out, range(args.first_seed, args.first_seed + args.programs), cfg, args.workers, cache,
+    rows = collect(args.out, _seeds(args), cfg, args.workers, cache,
                    pack_every=max(0, args.pack_every), executor=args.executor, address=args.address,
                    quiet=quiet)
     print(f"{rows} new rows in {args.out}")
