@@ -89,6 +89,25 @@ def test_interchange_distributes_the_loop_a_shorter_statement_shares():
     assert later["S2"].betas == [1, 0, 0] and later["S3"].betas == [1, 0, 1, 0]  # the next nest is untouched
 
 
+def test_distribution_moves_what_follows_the_loop_in_its_parent():
+    """i { j { S0; k: S1 }; S2 }: the j loop becomes two, and S2 still runs after both."""
+    from llmopt.poly.program import program_from_dict
+
+    two = {"type": "double", "shape": ["N", "N"]}
+    prog = program_from_dict({"name": "after-the-loop", "params": {"N": 8}, "tensors": {"A": two, "C": two},
+                              "statements": [
+                                  {"name": "S0", "iterators": ["i", "j"], "domain": "0 <= i < N and 0 <= j < N",
+                                   "body": "C[i][j] = 0.0", "shares": 0},
+                                  {"name": "S1", "iterators": ["i", "j", "k"],
+                                   "domain": "0 <= i < N and 0 <= j < N and 0 <= k < N",
+                                   "body": "C[i][j] += A[i][k]", "shares": 2},
+                                  {"name": "S2", "iterators": ["i"], "domain": "0 <= i < N",
+                                   "body": "A[i][0] = C[i][0]", "shares": 1}]})
+    st = state(prog, Schedule((Interchange("S1", 1),)))
+    assert [st[n].betas for n in ("S0", "S1", "S2")] == [[0, 0, 0], [0, 1, 0, 0], [0, 2]]
+    assert check(prog, Schedule((Interchange("S1", 1),)))[0]
+
+
 @pytest.mark.parametrize("read, legal", [("C[i][j]", True), ("C[i][j-1]", False)])
 def test_distribution_against_a_dependence_is_refused(read, legal):
     """S0 reads C[i][j-1], which the reduction S1 finished in the previous j iteration: with S1 moved

@@ -239,6 +239,7 @@ def distribute(state: State, stmt: str, level: int) -> None:
     A no-op when the loop holds child loops only (or statements only)."""
     names = subtree(state, stmt, level)
     children = sorted({state[n].betas[level + 1] for n in names})
+
     def is_loop(beta: int) -> bool:
         return any(state[n].depth > level + 1 for n in names if state[n].betas[level + 1] == beta)
     runs: list[list[int]] = []
@@ -250,8 +251,8 @@ def distribute(state: State, stmt: str, level: int) -> None:
     if len(runs) < 2:
         return
     prefix, here = state[stmt].betas[:level], state[stmt].betas[level]
-    for s in state.values():  # later loops at this level move down to make room
-        if s.depth > level and s.betas[:level] == prefix and s.betas[level] > here:
+    for s in state.values():  # later loops and statements at this level move down to make room
+        if s.depth >= level and s.betas[:level] == prefix and s.betas[level] > here:
             s.betas[level] += len(runs) - 1
     for q, run in enumerate(runs):
         for n in names:
