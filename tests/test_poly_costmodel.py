@@ -319,22 +319,6 @@ def test_training_on_several_folders_uses_every_row(data_dir, tmp_path):
     assert meta["data"] == " + ".join(map(str, halves))
 
 
-def test_a_later_folder_replaces_the_rows_of_the_programs_it_holds_too(data_dir, tmp_path):
-    """Relabelled programs (`--seeds`) replace their old rows when listed after the old folder."""
-    from llmopt.poly.costmodel.data import load_folders
-
-    rows = load_rows(data_dir)
-    first = min(r["seed"] for r in rows)
-    again = [{**r, "speedup": 9.0} for r in rows if r["seed"] == first][:2]
-    (tmp_path / "old.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "again.jsonl").write_text("".join(json.dumps(r) + "\n" for r in again))
-    both = load_folders(f"{tmp_path / 'old.jsonl'},{tmp_path / 'again.jsonl'}")
-    assert len(both) == len(rows) - sum(r["seed"] == first for r in rows) + len(again)
-    assert all(r["speedup"] == 9.0 for r in both if r["seed"] == first)
-    reversed_order = load_folders(f"{tmp_path / 'again.jsonl'},{tmp_path / 'old.jsonl'}")
-    assert len(reversed_order) == len(rows)  # listed first, the new rows are the ones replaced
-
-
 def test_rank_loss_rewards_the_measured_order_and_ignores_noise():
     from llmopt.poly.costmodel.model import rank_loss
 

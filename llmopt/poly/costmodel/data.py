@@ -494,19 +494,13 @@ def first_programs(rows: list[dict], n: int) -> list[dict]:
 
 def load_folders(spec: str) -> list[dict]:
     """`load_rows` of each folder in a comma-separated list (e.g. `data/poly-greedy,data/poly-greedy-db`);
-    `FOLDER:N` keeps that folder's first N programs (a recipe stays the same while its folders grow).
-    A program that a later folder holds too comes from the later one alone: a folder of programs
-    labelled again (`--seeds`, after the action space changed) replaces their old rows."""
-    parts: list[list[dict]] = []
+    `FOLDER:N` keeps that folder's first N programs (a recipe stays the same while its folders grow)."""
+    out: list[dict] = []
     for item in filter(None, spec.split(",")):
         folder, _, n = item.partition(":")
         if n and not n.isdigit():
             raise UsageError(f"{item}: expected FOLDER or FOLDER:N (a program count)")
-        parts.append(first_programs(load_rows(folder), int(n or 0)))
-    out: list[dict] = []
-    for k, rows in enumerate(parts):
-        later = {r["hash"] for part in parts[k + 1:] for r in part}
-        out += [r for r in rows if r["hash"] not in later]
+        out += first_programs(load_rows(folder), int(n or 0))
     return out
 
 
