@@ -7,7 +7,8 @@ A plan (JSON) is `{"minutes": 8, "runs": [{"name": "g1", "device": "cuda", "args
 each run is `python -m llmopt.poly.costmodel.train DATA --out ROOT/NAME --device DEVICE --threads 1 ARGS`,
 all started at once; any still running after the plan's minutes is stopped (each epoch already saved its
 best model and history, so a stopped run is scored like a finished one). `--features` (the cache a run
-on the same data wrote, gzipped or not) is copied into every run so no run featurizes again.
+on the same data wrote, gzipped or not) is uncompressed once and linked into every run, so no run
+featurizes again.
 
 Afterwards every run's best model (lowest validation MAPE) is scored on each split of the same seed-0
 program split, and `summary.json` gets the scores, the per-epoch history and the seconds per epoch; with
@@ -37,21 +38,27 @@ from llmopt.poly.costmodel.model import load_model
 from llmopt.poly.costmodel.train import SPLITS, TrainConfig, featurize_rows, scores
 
 
-def seed_features(features: Path, run_dir: Path) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    opener = gzip.open if features.suffix == ".gz" else open
-    with opener(features, "rb") as src, (run_dir / "features.pkl").open("wb") as dst:
+def shared_features(features: Path, root: Path) -> Path:
+    """The feature cache, uncompressed once under `root`, for every run to link to."""
+    root.mkdir(parents=True, exist_ok=True)
+    if features.suffix != ".gz":
+        return features.resolve()
+    plain = root / "features.pkl"
+    with gzip.open(features, "rb") as src, plain.open("wb") as dst:
         shutil.copyfileobj(src, dst)
+    return plain.resolve()
 
 
 def launch(plan: dict, data: str, root: Path, features: Path | None) -> dict[str, subprocess.Popen]:
+    """Start every run; each reads the shared cache through a link (a run that featurizes new rows
+    replaces its link with its own file, atomically, and leaves the shared one alone)."""
+    cache = shared_features(features, root) if features is not None else None
     procs = {}
     for run in plan["runs"]:
         out = root / run["name"]
-        if features is not None:
-            seed_features(features, out)
-        else:
-            out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        if cache is not None and not (out / "features.pkl").exists():
+            (out / "features.pkl").symlink_to(cache)
         cmd = [sys.executable, "-m", "llmopt.poly.costmodel.train", data, "--out", str(out),
                "--device", run.get("device", "cpu"), "--threads", "1", *run.get("args", [])]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
@@ -102,7 +109,7 @@ def _score(model_path: Path) -> dict:
 def score_all(plan: dict, data: str, root: Path, codes: dict, started: dict, features: Path | None) -> dict:
     """Every run's best model on the validation and test splits (in parallel: one process a model), with
     its history and time per epoch."""
-    cache = root / plan["runs"][0]["name"] / "features.pkl" if features is not None else None
+    cache = root / plan["runs"][0]["name"] / "features.pkl" if features is not None else None  # the shared one
     _SETS.update(featurize_rows(load_rows(data), TrainConfig(), progress=False, cache=cache))
     out = {}
     for run in plan["runs"]:
