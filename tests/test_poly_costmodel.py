@@ -192,12 +192,12 @@ def test_generator_limits_reach_the_programs_and_the_config(data_dir, tmp_path):
     """`--limit p_double_buffer=1 --limit p_time=1`: recorded in config.json, drawn into the programs
     (a ping-pong stencil somewhere), refused when the name is not a limit or the value is not JSON."""
     from llmopt.errors import UsageError
-    from llmopt.poly.costmodel.data import _limits, main
+    from llmopt.poly.costmodel.data import main, parse_limits
 
-    assert _limits(["p_double_buffer=0.5", "computations=[1, 2]"]) == {"p_double_buffer": 0.5, "computations": (1, 2)}
+    assert parse_limits(["p_double_buffer=0.5", "computations=[1, 2]"]) == {"p_double_buffer": 0.5, "computations": (1, 2)}
     for bad in ("p_double_buffer", "nosuch=1", "iterations=[1, 2]", "p_time=high"):
         with pytest.raises(UsageError, match="--limit"):
-            _limits([bad])
+            parse_limits([bad])
     out = tmp_path / "db"
     main([str(out), "--programs", "4", "--small", "--repeats", "1", "--schedules-per-program", "2",
           "--limit", "p_double_buffer=1", "--limit", "p_time=1", "--cache", str(tmp_path / "cache.sqlite")])

@@ -127,6 +127,26 @@ def test_double_buffered_stencils_compile_match_and_keep_time_sequential(measure
     assert measurer.baseline_o3(prog)["ok"] and measurer.measure(prog, spatial)["ok"]
 
 
+def test_init_statements_make_gemms_nest_and_distribute(measurer):
+    """p_init > 0: a reduction over its innermost loop first gets its own statement in the loops
+    outside it, which the reduction shares (gemm's `C[i][j] *= beta`); the interchange that distributes
+    that loop is then legal in some programs, and the distributed program matches its reference.
+    With p_init = 0 (the default) no seed's program changes (the test above pins older seeds)."""
+    progs = [random_program(s, small=True, p_init=1.0, p_reduction=1.0) for s in range(20)]
+    pairs = [(p, a, b) for p in progs for a, b in zip(p.statements, p.statements[1:], strict=False)
+             if "+=" in b.body and "+=" not in a.body and b.shares == len(a.iterators) == len(b.iterators) - 1]
+    assert len({p.name for p, _, _ in pairs}) >= 8
+    for _, a, b in pairs:
+        assert a.body.split(" = ")[0] == b.body.split(" += ")[0]  # the init writes what the reduction sums into
+    legal = [(p, Schedule((Interchange(b.name, b.shares - 1),))) for p, _, b in pairs
+             if check(p, Schedule((Interchange(b.name, b.shares - 1),)))[0]]
+    assert legal
+    prog, sched = legal[0]
+    assert measurer.baseline_o3(prog)["ok"] and measurer.measure(prog, sched)["ok"]
+    assert all(random_program(s, small=True).to_dict() == random_program(s, small=True, p_init=0.0).to_dict()
+               for s in range(5))
+
+
 def test_limits_are_checked():
     assert len(random_program(3, computations=(1, 1)).statements) == 1
     with pytest.raises(ProgramError, match="unknown limits"):

@@ -22,6 +22,11 @@ kernels are made of, so the agent sees every kind of dependence it meets in the 
   outermost first (`A[i][k]` in an `i j k` nest, not `A[k][i]`) unless a draw says otherwise, as
   hand-written kernels mostly do (stencils always; products transpose one operand).  A policy trained
   only on any-order reads learns that the source order is often wrong (docs/results/pearl/augment/).
+- init statements, only when `Limits.p_init` is set (default 0): a reduction that sums over its
+  innermost loop (`C[i][j] += ...` in `i j k`) first gets a statement of its own in the loops outside
+  that one (`C[i][j] = 0.1` or `C[i][j] = 0.7 * C[i][j]`), which the reduction then shares: the nest of
+  gemm and 2mm, whose good order needs the interchange to distribute the shared loop
+  (`llmopt.poly.schedule.distribute`).  Random draws rarely make it (docs/results/pearl/distribute/).
 
 Sizes: the total number of statement instances is drawn log-uniformly in `Limits.iterations` and
 the size parameters are scaled to reach it, so the untransformed program runs roughly 1-50 ms at
@@ -75,6 +80,7 @@ class Limits:
     p_float: float = 0.3  # the program uses float instead of double
     p_double_buffer: float = 0.0  # a stencil in a time loop ping-pongs between X[t % 2] and X[(t + 1) % 2]
     p_transpose: float = 1.0  # a read indexes its loops in a random order (else outer loop first, as people write)
+    p_init: float = 0.0  # a reduction over its innermost loop gets its own init statement first (gemm's C *= beta)
 
 
 SMALL = {"iterations": (2e3, 2e4), "size_range": (5, 64), "time_range": (2, 4), "max_elements": 1 << 12}
@@ -197,7 +203,6 @@ class _Builder:
         return f"{name}[(t + 1) % 2]" + self.subscript(space, offsets=False), reads
 
     def statement(self) -> None:
-        k = len(self.stmts)
         depth = self.rng.randint(*self.lim.depth)
         prev = self.loops[-1] if self.loops else []
         most = min(len(prev), depth - 1)  # keep one loop of its own: `shares` = depth would just fuse
@@ -211,10 +216,29 @@ class _Builder:
         else:
             reads = [self.read(space) for _ in range(self.rng.randint(*self.lim.reads))]
             lhs, reduction = self.write(space)
-        self.written.append(lhs.split("[", 1)[0])
         body = f"{lhs} += {_product(reads, self.rng)}" if reduction else f"{lhs} = {_average(reads, self.rng)}"
+        # Drawn only when enabled, like the double buffer: older seeds keep their programs.
+        if reduction and self.lim.p_init > 0 and self.rng.random() < self.lim.p_init and self.inits(lhs, loops[-1]):
+            outer = len(loops) - 1
+            self.append(loops[:outer], self.init_body(lhs), min(shares, outer - 1))
+            shares = outer
+        self.append(loops, body, shares)
+
+    def inits(self, lhs: str, innermost: _Loop) -> bool:
+        """Whether the reduction writing `lhs` sums over its innermost loop (gemm's k), the one nest
+        shape where an init statement can sit in the loops outside it."""
+        return f"[{innermost.name}]" not in lhs
+
+    def init_body(self, lhs: str) -> str:
+        """Gemm's `C[i][j] *= beta` or 2mm's `tmp[i][j] = 0`, with constants no benchmark uses."""
+        if self.rng.random() < 0.5:
+            return f"{lhs} = 0.1"
+        return f"{lhs} = {round(self.rng.uniform(0.5, 0.95), 2)} * {lhs}"
+
+    def append(self, loops: list[_Loop], body: str, shares: int) -> None:
+        self.written.append(body.split("[", 1)[0])
         domain = " and ".join(lp.domain(loops[i - 1] if i else None) for i, lp in enumerate(loops))
-        self.stmts.append({"name": f"S{k}", "iterators": [lp.name for lp in loops], "domain": domain,
+        self.stmts.append({"name": f"S{len(self.stmts)}", "iterators": [lp.name for lp in loops], "domain": domain,
                            "body": body, "shares": shares})
         self.loops.append(loops)
 

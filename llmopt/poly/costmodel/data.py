@@ -608,10 +608,10 @@ def _config(args: argparse.Namespace) -> DataConfig:
     return DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small, source=args.source,
                       greedy_width=args.greedy_width, greedy_depth=args.greedy_depth,
                       iterations=tuple(args.iterations) if args.iterations else None,
-                      limits=_limits(args.limit) or None)
+                      limits=parse_limits(args.limit) or None)
 
 
-def _limits(items: list[str]) -> dict:
+def parse_limits(items: list[str]) -> dict:
     """`--limit NAME=VALUE` options as generator overrides (values are JSON: 0.5, [1, 2]), checked."""
     from llmopt.poly.generator import Limits
 
