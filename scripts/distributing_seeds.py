@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from llmopt.poly.costmodel.data import parse_limits
-from llmopt.poly.generator import random_program
-from llmopt.poly.legality import is_legal
-from llmopt.poly.program import Program
-from llmopt.poly.schedule import Interchange, Schedule, ScheduleError, state
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from llmopt.poly.costmodel.data import parse_limits  # noqa: E402
+from llmopt.poly.generator import random_program  # noqa: E402
+from llmopt.poly.legality import is_legal  # noqa: E402
+from llmopt.poly.program import Program  # noqa: E402
+from llmopt.poly.schedule import Interchange, Schedule, ScheduleError, state  # noqa: E402
 
 
 def distributing_interchanges(prog: Program) -> list[Interchange]:

@@ -460,6 +460,28 @@ def test_distillation_makes_one_network_that_walks_like_the_ensemble(measurer, t
     assert len({p.hash() for p in fresh}) == 2
 
 
+def test_fresh_programs_like_a_data_folder_are_drawn_with_its_limits(tmp_path):
+    """`fresh_like FOLDER:N`: N programs drawn as FOLDER's config.json says (here: init statements
+    before every innermost reduction), seeds after the default fresh ones; a bad spec is a usage error."""
+    import json
+
+    from llmopt.errors import UsageError
+    from llmopt.poly.agent.distill import fresh_like
+    from llmopt.poly.generator import random_program
+
+    folder = tmp_path / "gemm-like"
+    folder.mkdir()
+    limits = {"p_init": 1.0, "p_reduction": 1.0, "computations": [1, 1], "depth": [3, 3]}
+    (folder / "config.json").write_text(json.dumps({"small": True, "iterations": [2e3, 2e4], "limits": limits}))
+    progs = fresh_like(f"{folder}:8", 500)
+    assert [p.name for p in progs] == [f"random-{s}" for s in range(500, 508)]
+    assert progs[0].to_dict() == random_program(500, True, iterations=(2e3, 2e4), p_init=1.0, p_reduction=1.0,
+                                                computations=(1, 1), depth=(3, 3)).to_dict()
+    assert sum(len(p.statements) == 2 for p in progs) >= 2  # init + reduction where the reduction drops k
+    with pytest.raises(UsageError, match="FOLDER:N"):
+        fresh_like(str(folder), 500)
+
+
 def test_the_validation_split_keeps_each_program_on_its_side_as_the_data_grows():
     from llmopt.poly.agent.imitate import split
 

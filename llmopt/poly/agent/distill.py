@@ -12,7 +12,8 @@ and its mean value on two kinds of states:
   and on `fresh` random programs the data never measured (generator seeds from `seed_base`, half
   with the default limits and half with the double-buffer limits of data/poly-greedy-db).  These are
   the states the student meets when it acts, and they cost legality checks only, no measurement, so
-  the student can see many more programs than the teacher was trained on.
+  the student can see many more programs than the teacher was trained on; `fresh_like` adds programs
+  drawn as a given data folder draws its own (a small folder's pattern, seen in many more programs).
 
 Programs are split into train and validation by hash (`imitate.split`).  What decides is
 `walk_agreement`: the share of validation programs whose greedy walk ends on the teacher's schedule
@@ -71,6 +72,7 @@ class DistillConfig:
     programs: int = 0  # use the first N programs of the data (0: all)
     fresh: int = 3000  # unlabelled random programs walked by the teacher
     seed_base: int = 300_000  # their generator seeds: seed_base, seed_base + 1, ... (no data folder uses them)
+    fresh_like: str = ""  # FOLDER:N,...: N more fresh programs drawn with each folder's config.json limits
     seed: int = 0  # of the student's initialization and the minibatch order
     split_seed: int = 0
     init_member: int = 0  # start from this ensemble member's weights (-1: a fresh network)
@@ -93,6 +95,26 @@ def fresh_programs(n: int, seed_base: int) -> list[Program]:
             progs.append(random_program(seed, **(DOUBLE_BUFFER_LIMITS if seed % 2 else {})))
         except LlmoptError:
             continue  # a draw the generator refuses: skip the seed, as the data jobs do
+    return progs
+
+
+def fresh_like(spec: str, seed_base: int) -> list[Program]:
+    """For each `FOLDER:N` of `spec`, N random programs drawn as that data folder draws its own (its
+    `config.json` limits and iterations), seeds from `seed_base` on: the teacher's walks on programs
+    like a small folder's, e.g. the gemm nests of data/poly-greedy-gemm, which the default draw rarely makes."""
+    progs, start = [], seed_base
+    for item in filter(None, spec.split(",")):
+        folder, _, n = item.partition(":")
+        if not n.isdigit():
+            raise UsageError(f"--fresh-like {item!r}: expected FOLDER:N (a program count)")
+        cfg = json.loads((Path(folder) / "config.json").read_text())
+        limits = {k: tuple(v) if isinstance(v, list) else v for k, v in (cfg.get("limits") or {}).items()}
+        for seed in range(start, start + int(n)):
+            try:
+                progs.append(random_program(seed, cfg.get("small", False), iterations=tuple(cfg["iterations"]), **limits))
+            except LlmoptError:
+                continue  # a draw the generator refuses, as in fresh_programs
+        start += int(n)
     return progs
 
 
@@ -156,6 +178,7 @@ def gather_states(teacher: AgentPolicy, rows: list[dict], cfg: DistillConfig,
     n_demo = len(states)
     progs = {r["hash"]: program_from_dict(r["program"]) for r in rows}
     progs.update({p.hash(): p for p in fresh_programs(cfg.fresh, cfg.seed_base)})
+    progs.update({p.hash(): p for p in fresh_like(cfg.fresh_like, cfg.seed_base + cfg.fresh)})
     for h, prog in list(progs.items()):
         try:
             states += walk_states(teacher, prog)
