@@ -23,8 +23,9 @@ checkpoint is a plain one-network `AgentPolicy` file.  The benchmarks are never 
 
     python -m llmopt.poly.agent.distill TEACHER.pt data/poly-greedy-db,data/poly-greedy --programs 335 --out RUN
 
-(the defaults are the shipped student's recipe: 3,000 fresh programs, member 0's weights to start from,
-T = 4, 16 epochs; docs/results/pearl/distill/)
+(the defaults are the eighteenth session's student's recipe: 3,000 fresh programs, member 0's weights to
+start from, T = 4, 16 epochs; docs/results/pearl/distill/.  The student shipped now adds
+`--fresh-like data/poly-greedy-gemm:1000 --epochs 12`: docs/results/pearl/gemm-nest/)
 """
 
 from __future__ import annotations
