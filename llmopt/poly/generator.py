@@ -218,13 +218,13 @@ class _Builder:
             lhs, reduction = self.write(space)
         body = f"{lhs} += {_product(reads, self.rng)}" if reduction else f"{lhs} = {_average(reads, self.rng)}"
         # Drawn only when enabled, like the double buffer: older seeds keep their programs.
-        if reduction and self.lim.p_init > 0 and self.rng.random() < self.lim.p_init and self.inits(lhs, loops[-1]):
+        if reduction and self.lim.p_init > 0 and self.rng.random() < self.lim.p_init and self.sums_over_innermost(lhs, loops[-1]):
             outer = len(loops) - 1
             self.append(loops[:outer], self.init_body(lhs), min(shares, outer - 1))
             shares = outer
         self.append(loops, body, shares)
 
-    def inits(self, lhs: str, innermost: _Loop) -> bool:
+    def sums_over_innermost(self, lhs: str, innermost: _Loop) -> bool:
         """Whether the reduction writing `lhs` sums over its innermost loop (gemm's k), the one nest
         shape where an init statement can sit in the loops outside it."""
         return f"[{innermost.name}]" not in lhs
