@@ -53,7 +53,7 @@ from llmopt.poly.agent.imitate import (
 from llmopt.poly.agent.model import ActorCritic
 from llmopt.poly.agent.policy import AgentPolicy
 from llmopt.poly.agent.state import graph
-from llmopt.poly.costmodel.data import first_programs
+from llmopt.poly.costmodel.data import first_programs, folder_config, generator_limits
 from llmopt.poly.generator import random_program
 from llmopt.poly.legality import Legality
 from llmopt.poly.program import Program, program_from_dict
@@ -108,11 +108,10 @@ def fresh_like(spec: str, seed_base: int) -> list[Program]:
         folder, _, n = item.partition(":")
         if not n.isdigit():
             raise UsageError(f"--fresh-like {item!r}: expected FOLDER:N (a program count)")
-        cfg = json.loads((Path(folder) / "config.json").read_text())
-        limits = {k: tuple(v) if isinstance(v, list) else v for k, v in (cfg.get("limits") or {}).items()}
+        cfg = folder_config(folder)
         for seed in range(start, start + int(n)):
             try:
-                progs.append(random_program(seed, cfg.get("small", False), iterations=tuple(cfg["iterations"]), **limits))
+                progs.append(random_program(seed, cfg.small, **generator_limits(cfg)))
             except LlmoptError:
                 continue  # a draw the generator refuses, as in fresh_programs
         start += int(n)

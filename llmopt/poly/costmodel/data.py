@@ -96,6 +96,15 @@ def generator_limits(cfg: DataConfig) -> dict:
     return {**(cfg.limits or {}), **({"iterations": tuple(cfg.iterations)} if cfg.iterations else {})}
 
 
+def folder_config(folder: str | os.PathLike) -> DataConfig:
+    """The settings a collected folder's config.json records (the default for a setting added since), so
+    that `random_program(seed, cfg.small, **generator_limits(cfg))` draws programs as that folder does."""
+    raw = json.loads((Path(folder) / "config.json").read_text())
+    cfg = DataConfig(**{k: v for k, v in raw.items() if k in {f.name for f in dataclasses.fields(DataConfig)}})
+    limits = {k: tuple(v) if isinstance(v, list) else v for k, v in (cfg.limits or {}).items()}
+    return dataclasses.replace(cfg, limits=limits or None)
+
+
 def _random_action(legality, pos, rng: random.Random) -> int | None:
     """A uniformly random legal transformation (not Next) on the targeted branch, or None.
 
