@@ -125,3 +125,25 @@ def test_pearl_bench_agent_column_with_a_policy(tmp_path, capsys):
     row = json.loads((out / "bench.json").read_text())["rows"][0]
     assert row["agent"] >= 1.0 and 0 < row["agent_search_seconds"] < 60
     capsys.readouterr()
+
+
+def test_beam_catch_up_reads_the_trace_against_the_agents_speedup():
+    from eval.pearl_bench import beam_catch_up, catch_up_rows, markdown, summarize
+
+    base = {"params": {"N": 8}, "o3_seconds": 0.01, "beam_schedule": "S0: P(0)", "beam_evaluations": 9,
+            "polly": 1.0, "o3": 1.0}
+    fast = {**base, "benchmark": "fast", "beam": 3.0, "beam_search_seconds": 50.0, "agent": 2.0,
+            "agent_search_seconds": 0.05, "beam_trace": [[0.0, 1.0], [1.0, 1.5], [9.0, 1.85], [20.0, 3.0]]}
+    never = {**base, "benchmark": "never", "beam": 1.2, "beam_search_seconds": 40.0, "agent": 2.0,
+             "agent_search_seconds": 0.08, "beam_trace": [[0.0, 1.0], [3.0, 1.2]]}
+    kept = {**base, "benchmark": "kept", "beam": 1.1, "beam_search_seconds": 30.0, "agent": 1.0,
+            "agent_search_seconds": 0.02, "beam_trace": [[0.0, 1.0]]}
+    assert beam_catch_up(fast) == 9.0  # 1.85 >= 0.9 * 2.0; 1.5 is not
+    assert beam_catch_up(never) is None
+    table = catch_up_rows([fast, never, kept])
+    assert [c["benchmark"] for c in table] == ["fast", "never"]  # an identity answer has nothing to catch up to
+    assert round(table[0]["ratio"]) == 180 and not table[1]["caught_up"] and round(table[1]["ratio"]) == 500
+    text = markdown([fast, never, kept], summarize([fast, never, kept]),
+                    {"small": False, "repeats": 3, "threads": 2, "width": 4, "depth": 4, "budget_seconds": 60})
+    assert "| fast | 2.00x | 50 | 9.0 s | 180x |" in text and "> 500x" in text
+    assert "on 2 of 2; the agent's time is at most 80 ms" in text
