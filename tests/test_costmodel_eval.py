@@ -63,6 +63,19 @@ def test_eval_with_the_agent_adds_its_columns(model_and_data, tmp_path, monkeypa
                      budget_seconds=5.0, width=2, depth=2, verify=1, repeats=2, with_agent=True)
     summary = run_eval(cfg, tmp_path / "out", log=lambda *_: None)
     row = json.loads((tmp_path / "out" / "results.json").read_text())["rows"][0]
-    assert set(summary["with_agent"]) == {"search_speedup", "search_speedup_model_only", "degradation_pct"}
+    assert set(summary["with_agent"]) == {"search_speedup", "search_speedup_model_only", "degradation_pct",
+                                          "degradation_no_gains_pct", "degradation_geomean_pct"}
     assert row["bsma_speedup"] >= 1.0 and row["bsma_evaluations"] >= 1
     assert "BSM + agent" in (tmp_path / "out" / "results.md").read_text()
+
+
+def test_strict_degradations_do_not_let_one_big_win_hide_the_losses():
+    from eval.costmodel_eval import strict_degradations
+
+    rows = [{"bse_speedup": 2.0, "bsm_speedup": 1.0}, {"bse_speedup": 2.0, "bsm_speedup": 20.0},
+            {"bse_speedup": 1.0, "bsm_speedup": 1.0}]
+    got = strict_degradations(rows, "bsm")
+    table2 = sum(1 - r["bsm_speedup"] / r["bse_speedup"] for r in rows) / 3  # (0.5 - 9 + 0) / 3: a "gain"
+    assert table2 < 0 and abs(got["degradation_no_gains_pct"] - 100 * 0.5 / 3) < 1e-9
+    assert abs(got["degradation_geomean_pct"] - 100 * (1 - (20 / 4) ** (1 / 3))) < 1e-9  # negative: a real gain
+    assert strict_degradations([], "bsm")["degradation_geomean_pct"] is None
