@@ -70,6 +70,7 @@ class EvalConfig:
     repeats: int = 30
     threads: int = 2
     with_agent: bool = False  # also "beam-model-agent": BSM with the Pearl agent's walk verified beside it
+    bse_reference: str | None = None  # BSE's answers kept in this file and reused (`reference_bse`)
 
     def settings(self) -> dict:
         d = asdict(self)
@@ -122,9 +123,10 @@ def bench_one(name: str, cfg: EvalConfig, log=print) -> dict:
         mape, points = benchmark_mape(prog, cfg, shared)
     finally:
         shared.close()
+    bse = reference_bse(name, prog, cfg, log)
     cached_model(cfg.model)  # loaded before BSM's clock starts
     runs = {}
-    searches = [("bse", beam, {}), ("bsm", beam_model, {"model_path": cfg.model, "verify": cfg.verify})]
+    searches = [("bsm", beam_model, {"model_path": cfg.model, "verify": cfg.verify})]
     if cfg.with_agent:
         from llmopt.poly.agent.policy import cached_policy
 
@@ -137,14 +139,13 @@ def bench_one(name: str, cfg: EvalConfig, log=print) -> dict:
                                  **options)
         finally:
             m.close()
-    bse, bsm = runs["bse"], runs["bsm"]
+    bsm = runs["bsm"]
     versus = _versus_bse(bsm, bse)
     row = {"benchmark": name, "params": prog.params, "mape": mape, "points": points,
-           "bse_speedup": bse.speedup, "bse_search_seconds": bse.search_seconds, "bse_evaluations": bse.evaluations,
-           "bse_schedule": bse.to_dict()["schedule"],
+           **{f"bse_{k}": bse[k] for k in ("speedup", "search_seconds", "evaluations", "schedule", "cut_short")},
            **{f"bsm_{k}": v for k, v in versus.items() if k not in _AGAINST_BSE},
            **{k: versus[k] for k in _AGAINST_BSE}}  # BSM's, unprefixed: the keys the issue names
-    log(f"{name}: MAPE {mape:.3f}; BSE {bse.speedup:.2f}x in {bse.search_seconds:.1f} s, BSM {bsm.speedup:.2f}x "
+    log(f"{name}: MAPE {mape:.3f}; BSE {bse['speedup']:.2f}x in {bse['search_seconds']:.1f} s, BSM {bsm.speedup:.2f}x "
         f"in {bsm.search_seconds:.1f} s ({versus['model_seconds']:.2f} s without measuring)")
     if "bsma" in runs:
         row.update({f"bsma_{k}": v for k, v in _versus_bse(runs["bsma"], bse).items()})
@@ -153,18 +154,49 @@ def bench_one(name: str, cfg: EvalConfig, log=print) -> dict:
 
 
 _AGAINST_BSE = ("search_speedup", "search_speedup_model_only", "degradation_pct")
+# What BSE's answer depends on: a reference measured with other values (or on another machine) is not reused.
+_BSE_SETTINGS = ("small", "budget_seconds", "width", "depth", "repeats", "threads", "machine")
 
 
-def _versus_bse(res, bse) -> dict:
+def _run_bse(prog, cfg: EvalConfig) -> dict:
+    m = _fresh(cfg)
+    try:
+        return beam(prog, m, budget_seconds=cfg.budget_seconds, width=cfg.width, depth=cfg.depth).to_dict()
+    finally:
+        m.close()
+
+
+def reference_bse(name: str, prog, cfg: EvalConfig, log=print) -> dict:
+    """BSE's answer on benchmark `name` (`SearchResult.to_dict`).  BSE does not depend on the model, and
+    with a budget that lets it finish its beam it takes minutes a benchmark, so with `cfg.bse_reference`
+    its answers are kept in that file, keyed by benchmark, and every model evaluated with the same
+    settings on the same machine is compared with the same BSE; a file of other settings is an error."""
+    if not cfg.bse_reference:
+        return _run_bse(prog, cfg)
+    path = Path(cfg.bse_reference)
+    settings = {k: v for k, v in cfg.settings().items() if k in _BSE_SETTINGS}
+    ref = json.loads(path.read_text()) if path.exists() else {"settings": settings, "rows": {}}
+    if ref["settings"] != settings:
+        raise LlmoptError(f"{path} holds BSE answers measured with {ref['settings']}, not {settings}; "
+                          "name another --bse-reference")
+    if name not in ref["rows"]:
+        ref["rows"][name] = _run_bse(prog, cfg)
+        write_atomic(path, json.dumps(ref, indent=1))
+    else:
+        log(f"{name}: BSE from {path}")
+    return ref["rows"][name]
+
+
+def _versus_bse(res, bse: dict) -> dict:
     """A model search's numbers and how it compares with BSE (module docstring): its time with and
     without the measurements, and 1 - its speedup / BSE's in percent."""
     model_seconds = res.search_seconds - res.measure_seconds
     return {"speedup": res.speedup, "search_seconds": res.search_seconds, "evaluations": res.evaluations,
             "measure_seconds": res.measure_seconds, "model_seconds": model_seconds,
             "schedule": res.to_dict()["schedule"],
-            "search_speedup": bse.search_seconds / max(res.search_seconds, 1e-9),
-            "search_speedup_model_only": bse.search_seconds / max(model_seconds, 1e-9),
-            "degradation_pct": 100.0 * (1.0 - res.speedup / bse.speedup) if bse.speedup > 0 else None}
+            "search_speedup": bse["search_seconds"] / max(res.search_seconds, 1e-9),
+            "search_speedup_model_only": bse["search_seconds"] / max(model_seconds, 1e-9),
+            "degradation_pct": 100.0 * (1.0 - res.speedup / bse["speedup"]) if bse["speedup"] > 0 else None}
 
 
 def strict_degradations(rows: list[dict], key: str) -> dict:
@@ -217,7 +249,8 @@ def markdown(summary: dict, rows: list[dict], settings: dict) -> str:
              "| benchmark | MAPE | BSE speedup | BSE search s | BSM speedup | BSM search s | BSM model-only s "
              "| search speedup | search speedup, model only | degradation % |", "|" + "---|" * 10]
     for r in rows:
-        lines.append(f"| {r['benchmark']} | {r['mape']:.3f} | {r['bse_speedup']:.2f}x | {r['bse_search_seconds']:.1f} "
+        cut = " (cut)" if r.get("bse_cut_short") else ""  # the budget ended BSE before its last depth
+        lines.append(f"| {r['benchmark']} | {r['mape']:.3f} | {r['bse_speedup']:.2f}x | {r['bse_search_seconds']:.1f}{cut} "
                      f"| {r['bsm_speedup']:.2f}x | {r['bsm_search_seconds']:.1f} "
                      f"| {_fmt(r.get('bsm_model_seconds'), '.2f')} | {r['search_speedup']:.1f}x "
                      f"| {_fmt(r.get('search_speedup_model_only'), '.1f', 'x')} | {_fmt(r['degradation_pct'], '.1f')} |")
@@ -309,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--with-agent", action="store_true",
                    help="also run beam-model-agent (BSM with the shipped Pearl agent's walk verified beside it)")
+    p.add_argument("--bse-reference", default=None,
+                   help="JSON file that keeps BSE's answers and reuses them for every model evaluated with the same "
+                        "settings on this machine (created when missing)")
     a = p.parse_args(argv)
     import torch
 
@@ -318,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         raise LlmoptError(f"unknown benchmarks {bad}; choose from {', '.join(NAMES)}")
     cfg = EvalConfig(a.model, a.data, names, a.small, a.schedules, a.mape_repeats, a.budget_seconds, a.width,
-                     a.depth, a.verify, a.repeats, a.threads, a.with_agent)
+                     a.depth, a.verify, a.repeats, a.threads, a.with_agent, a.bse_reference)
     print(json.dumps(run_eval(cfg, a.out)))
     return 0
 

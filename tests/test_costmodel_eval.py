@@ -79,3 +79,28 @@ def test_strict_degradations_do_not_let_one_big_win_hide_the_losses():
     assert table2 < 0 and abs(got["degradation_no_gains_pct"] - 100 * 0.5 / 3) < 1e-9
     assert abs(got["degradation_geomean_pct"] - 100 * (1 - (20 / 4) ** (1 / 3))) < 1e-9  # negative: a real gain
     assert strict_degradations([], "bsm")["degradation_geomean_pct"] is None
+
+
+def test_a_bse_reference_is_measured_once_and_reused_for_another_model(model_and_data, tmp_path, monkeypatch):
+    from llmopt.errors import LlmoptError
+
+    monkeypatch.setattr(costmodel_eval, "DEFAULT_CACHE_DIR", tmp_path / "cache")
+    model, data = model_and_data
+    ref = tmp_path / "bse.json"
+    cfg = EvalConfig(str(model), str(data), benchmarks=["atax"], small=True, schedules=2, mape_repeats=2,
+                     budget_seconds=5.0, width=2, depth=1, verify=1, repeats=2, bse_reference=str(ref))
+    run_eval(cfg, tmp_path / "first", log=lambda *_: None)
+    kept = json.loads(ref.read_text())
+    assert set(kept["rows"]) == {"atax"} and kept["settings"]["width"] == 2
+    assert kept["rows"]["atax"]["evaluations"] >= 1 and "cut_short" in kept["rows"]["atax"]
+
+    def must_not_run(*_args, **_kwargs):
+        raise AssertionError("BSE ran again although the reference holds its answer")
+
+    monkeypatch.setattr(costmodel_eval, "beam", must_not_run)
+    run_eval(cfg, tmp_path / "second", log=lambda *_: None)  # another output folder: BSM runs, BSE is read
+    row = json.loads((tmp_path / "second" / "results.json").read_text())["rows"][0]
+    assert row["bse_speedup"] == kept["rows"]["atax"]["speedup"]
+    assert row["bse_search_seconds"] == kept["rows"]["atax"]["search_seconds"]
+    with pytest.raises(LlmoptError, match="other --bse-reference|another --bse-reference"):
+        run_eval(EvalConfig(**{**cfg.__dict__, "width": 3}), tmp_path / "third", log=lambda *_: None)

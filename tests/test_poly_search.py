@@ -196,6 +196,14 @@ def test_beam_returns_the_identity_when_nothing_helps(measurer):
     assert notation(res.schedule) == "identity"
 
 
+def test_a_search_says_when_its_budget_cut_it_short(measurer):
+    prog = benchmark("atax", small=True)
+    cut = beam(prog, measurer, budget_seconds=0.0, width=2, depth=2)  # one schedule measured, then the deadline
+    assert cut.cut_short and cut.evaluations == 1 and cut.to_dict()["cut_short"]
+    whole = beam(prog, measurer, budget_seconds=120, width=1, depth=1)  # cached timings: one depth in seconds
+    assert not whole.cut_short and whole.evaluations > 1
+
+
 def test_greedy_and_registry(measurer):
     assert {"beam", "greedy"} <= set(SEARCHES)
     prog = random_program(2, small=True)

@@ -68,6 +68,7 @@ class SearchResult:
     search_seconds: float = 0.0  # wall-clock time of the search (legality, compiling, running)
     measure_seconds: float = 0.0  # the part of search_seconds spent compiling and running (baseline included)
     trace: list[tuple[float, float]] = field(default_factory=list)  # (elapsed s, best speedup so far)
+    cut_short: bool = False  # the budget ran out before the search finished its depths
 
     @property
     def speedup(self) -> float:
@@ -77,7 +78,7 @@ class SearchResult:
         return {"schedule": notation(self.schedule), "transforms": self.schedule.to_list(),
                 "speedup": self.speedup, "seconds": self.seconds, "baseline_seconds": self.baseline_seconds,
                 "evaluations": self.evaluations, "search_seconds": self.search_seconds,
-                "measure_seconds": self.measure_seconds,
+                "measure_seconds": self.measure_seconds, "cut_short": self.cut_short,
                 "trace": [list(p) for p in self.trace]}
 
 
@@ -160,7 +161,9 @@ class _Run:
     def expired(self) -> bool:
         # At least one schedule is measured whatever the budget: on a loaded machine the legality checks
         # alone can outlast a small budget, and a search that measured nothing has answered nothing.
-        return self.result.evaluations > 0 and time.monotonic() > self.deadline
+        if self.result.evaluations > 0 and time.monotonic() > self.deadline:
+            self.result.cut_short = True
+        return self.result.cut_short
 
     def fresh(self, schedule: Schedule) -> bool:
         """True the first time a schedule's C is seen (equal code is measured once)."""
@@ -215,7 +218,7 @@ def beam(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, width:
         if log:
             log(f"{prog.name}: depth {level}: {len(scored)} schedules ran, best {run.result.speedup:.2f}x "
                 f"({notation(run.result.schedule)}), {time.monotonic() - run.t0:.1f} s")
-        if not scored or run.expired():
+        if not scored or level == depth or run.expired():
             break
         frontier = [s for _, _, s in sorted(scored)[:width]]
     return run.done()
