@@ -104,3 +104,28 @@ def test_a_bse_reference_is_measured_once_and_reused_for_another_model(model_and
     assert row["bse_search_seconds"] == kept["rows"]["atax"]["search_seconds"]
     with pytest.raises(LlmoptError, match="other --bse-reference|another --bse-reference"):
         run_eval(EvalConfig(**{**cfg.__dict__, "width": 3}), tmp_path / "third", log=lambda *_: None)
+
+
+def test_bsm_misses_places_bse_path_in_the_replayed_beam(model_and_data):
+    """The diagnosis replays BSM: a schedule BSM itself verifies is found, with every prefix in its beam."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import bsm_misses
+
+    from llmopt.poly.benchmarks import benchmark
+    from llmopt.poly.costmodel.search import cached_model, model_search
+    from llmopt.poly.legality import Legality
+
+    model = cached_model(model_and_data[0])
+    settings = {"small": True, "width": 2, "depth": 2}
+    prog = benchmark("gemm", small=True)
+    every = model_search(prog, Legality(prog), model, 2, 2, verify=1000)  # all it met, best first
+    deepest = next(s for s in every if len(s.transforms) == 2)
+    got = bsm_misses.diagnose("gemm", {"speedup": 2.0, "schedule": "x", "transforms": deepest.to_list()},
+                              settings, model)
+    assert got["verified"] == (deepest in model_search(prog, Legality(prog), model, 2, 2))
+    assert got["path_leaves_beam_at"] is None and len(got["steps"]) == 2
+    assert got["steps"][0]["kept_in_beam"] and got["steps"][1]["kept_in_beam"] is None
+    assert all(s["rank"] >= 1 and s["children"] > 0 and s["parent_in_beam"] for s in got["steps"])

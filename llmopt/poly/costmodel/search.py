@@ -71,7 +71,7 @@ def cached_model(path: str | os.PathLike | None = None):
     return _models[key]
 
 
-def _scored(prog: Program, model, kids: list[tuple[Schedule, State]]) -> list[tuple[float, Schedule]]:
+def rank_by_model(prog: Program, model, kids: list[tuple[Schedule, State]]) -> list[tuple[float, Schedule]]:
     """(predicted speedup, child), best first, in one batched forward pass; a child the features
     cannot describe is dropped, like an illegal one (the model cannot rank it)."""
     from llmopt.poly.costmodel.features import featurizer
@@ -104,7 +104,7 @@ def scored_children(prog: Program, model, frontier: list[Schedule], seen: set, d
             if key not in seen:
                 seen.add(key)
                 kids.append((child, st))
-    return _scored(prog, model, kids)
+    return rank_by_model(prog, model, kids)
 
 
 def legal_best(legality: Legality, ranked: list[tuple[float, Schedule]], count: int) -> list[Schedule]:
@@ -121,10 +121,12 @@ def legal_best(legality: Legality, ranked: list[tuple[float, Schedule]], count: 
 
 def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_WIDTH, depth: int = DEFAULT_DEPTH,
                  verify: int = DEFAULT_VERIFY, deadline: float = math.inf,
-                 log: Callable[[str], None] | None = None) -> list[Schedule]:
+                 log: Callable[[str], None] | None = None, levels: list | None = None) -> list[Schedule]:
     """The beam search on predictions alone: the `verify` best-predicted legal schedules it met,
     best first.  Every applicable child is scored; legality is checked only for the beam's `width`
-    best per level and the final `verify` (`legal_best`), the same answer as checking them all."""
+    best per level and the final `verify` (`legal_best`), the same answer as checking them all.
+    `levels`, when given, receives each level's (scored children, next frontier): what a diagnosis of
+    the search (`scripts/bsm_misses.py`) replays."""
     t0 = time.monotonic()
     frontier, seen, ranked = [Schedule()], {state_key(state(prog, Schedule()))}, []
     for level in range(1, depth + 1):
@@ -132,6 +134,8 @@ def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_
         ranked = sorted(ranked + scored, key=lambda pair: -pair[0])
         if level < depth and scored and time.monotonic() <= deadline:
             frontier = legal_best(legality, scored, width)
+        if levels is not None:
+            levels.append((scored, frontier))
         if log:
             best = f"{scored[0][0]:.2f}x ({notation(scored[0][1])})" if scored else "none"
             log(f"{prog.name}: depth {level}: {len(scored)} schedules predicted, best {best} (legality unchecked), "
