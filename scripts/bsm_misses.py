@@ -7,7 +7,8 @@ actions from the original schedule.  BSM (`model_search`, the same width and dep
 alone, and each prefix of that path is placed among the children BSM scored at its depth: its predicted
 speedup, its rank among the legal ones, and whether it stayed in BSM's beam.  The first depth where the path
 leaves the beam says whether the model lost it early (a first action it ranks low, e.g. gemm's distributing
-interchange) or late; `verified` says whether BSE's schedule was among the candidates BSM measures.  Runs on
+interchange) or late; `verified` says whether BSE's schedule was among the candidates BSM measures; the
+10th-90th percentile of a depth's predictions says whether the model tells its children apart at all.  Runs on
 predictions and legality checks only: nothing is executed, so it is cheap beside a timing job.
 """
 
@@ -17,6 +18,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -50,13 +53,18 @@ def diagnose(name: str, bse: dict, settings: dict, model) -> dict:
         scored, frontier = levels[k] if k < len(levels) else ([], [])
         kept = (any(state_key(state(prog, f)) == state_key(state(prog, prefix)) for f in frontier)
                 if k + 1 < settings["depth"] else None)  # the last depth has no next beam: see `verified`
+        spread = [float(q) for q in np.percentile([p for p, _ in scored], [10, 90])] if scored else None
         steps.append({"depth": k + 1, "schedule": notation(prefix), "predicted": predicted,
-                      "rank": _rank(legality, scored, predicted), "children": len(scored),
+                      "rank": _rank(legality, scored, predicted), "children": len(scored), "p10_p90": spread,
                       "parent_in_beam": in_reach, "kept_in_beam": kept})
     lost = next((s["depth"] for s in steps if not s["parent_in_beam"]), None)
     return {"benchmark": name, "bse_speedup": bse["speedup"], "bse_schedule": bse["schedule"],
             "verified": state_key(state(prog, target)) in keys_found, "path_leaves_beam_at": lost,
             "bsm_top": [notation(s) for s in found], "steps": steps}
+
+
+def _span(spread: list[float] | None) -> str:
+    return f"{spread[0]:.2f}-{spread[1]:.2f}x" if spread else "none"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
               f"leaves BSM's beam at depth {d['path_leaves_beam_at'] or '-'}")
         for s in d["steps"]:
             print(f"    depth {s['depth']}: {s['schedule']:<50} predicted {s['predicted']:.2f}x, rank {s['rank']} "
-                  f"of {s['children']}{'' if s['parent_in_beam'] else ' (its parent was not in the beam)'}")
+                  f"of {s['children']} (their p10-p90 {_span(s['p10_p90'])})"
+                  f"{'' if s['parent_in_beam'] else ', its parent not in the beam'}")
     if a.out:
         Path(a.out).write_text(json.dumps(out, indent=1))
     return 0
