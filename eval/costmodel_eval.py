@@ -28,6 +28,11 @@ and `search_speedup_model_only` divides BSE's time by it.  With few verification
 program the measurements dominate BSM's time, so the two ratios can differ by an order of
 magnitude.  MAPE counts targets below `train.MIN_SPEEDUP` as that value, as training does.  Rows are
 saved after every benchmark; a re-run with the same config skips the finished ones.
+
+Paper 002 compares with BSE run to its end; here that takes 2-14 minutes a benchmark (a budget of 900 s
+lets all 13 finish; a row's `bse_cut_short` says when the budget stopped it).  BSE does not depend on
+the model, so `--bse-reference FILE` keeps its answers and reuses them for every model evaluated with
+the same BSE settings on the same machine (`reference_bse`).
 """
 
 from __future__ import annotations
