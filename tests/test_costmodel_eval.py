@@ -47,6 +47,11 @@ def test_eval_writes_the_issue_keys_and_resumes(model_and_data, tmp_path, monkey
     assert row["benchmark"] == "mvt" and 1 <= len(row["points"]) <= 3
     assert all(measured > 0 and predicted > 0 for measured, predicted in row["points"])
     assert row["bse_speedup"] >= 1.0 and row["bsm_speedup"] >= 1.0  # both keep the original when nothing wins
+    for label in ("bse", "bsm"):  # each answer timed again in alternation with the original (1.0: the identity)
+        assert row[f"{label}_speedup_paired"] > 0
+        assert (row[f"{label}_speedup_paired"] == 1.0) == (row[f"{label}_schedule"] == "identity")
+    assert summary["degradation_paired_pct"] == pytest.approx(
+        100 * (1 - row["bsm_speedup_paired"] / row["bse_speedup_paired"]))
     assert (out / "results.md").read_text().count("mvt") >= 1 and (out / "scatter.png").stat().st_size > 0
 
     def must_not_run(*_args, **_kwargs):
@@ -64,7 +69,9 @@ def test_eval_with_the_agent_adds_its_columns(model_and_data, tmp_path, monkeypa
     summary = run_eval(cfg, tmp_path / "out", log=lambda *_: None)
     row = json.loads((tmp_path / "out" / "results.json").read_text())["rows"][0]
     assert set(summary["with_agent"]) == {"search_speedup", "search_speedup_model_only", "degradation_pct",
-                                          "degradation_no_gains_pct", "degradation_geomean_pct"}
+                                          "degradation_no_gains_pct", "degradation_geomean_pct",
+                                          "degradation_paired_pct"}
+    assert row["bsma_speedup_paired"] > 0
     assert row["bsma_speedup"] >= 1.0 and row["bsma_evaluations"] >= 1
     assert "BSM + agent" in (tmp_path / "out" / "results.md").read_text()
 
