@@ -86,3 +86,15 @@ def test_a_file_that_is_not_a_cache_is_never_moved(tmp_path, caplog):
     assert open_cache(notes) is None  # run uncached, with a warning
     assert notes.read_text().startswith("my notes") and not list(tmp_path.glob("*.corrupt-*"))
     assert any("not an SQLite cache" in r.getMessage() for r in caplog.records)
+
+
+def test_an_empty_cache_is_used_not_swapped_for_a_scratch_one(tmp_path):
+    """`open_cache(path) or scratch_cache()` keeps the file even while it is empty, so it fills."""
+    from llmopt.harness.cache import open_cache, scratch_cache
+
+    path = tmp_path / "poly.sqlite"
+    cache = open_cache(path) or scratch_cache()
+    assert len(cache) == 0 and cache.path == path
+    cache.put("k", {"ok": True})
+    cache.close()
+    assert (open_cache(path) or scratch_cache()).get("k") == {"ok": True}

@@ -191,6 +191,12 @@ class ResultCache:
 
         self._guarded(run)
 
+    def __bool__(self) -> bool:
+        # An open cache is a cache even when empty: without this, `__len__` makes a new or cleared one
+        # falsy and `open_cache(path) or scratch_cache()` silently swaps it for a private one that is thrown
+        # away, so the file never fills (the poly timing cache stayed empty that way for days).
+        return True
+
     def __len__(self) -> int:
         return self._guarded(lambda: self._conn().execute("SELECT COUNT(*) FROM results").fetchone()[0])
 

@@ -59,7 +59,6 @@ class Harness:
         self.pool = WorkerPool(_WORKER, workers=workers, timeout=timeout, batch_size=batch_size)
         if cache is True or isinstance(cache, str | Path):
             cache = open_cache(None if cache is True else cache)  # unusable: None, with a warning
-        # (not `cache or None`: an empty ResultCache has len 0 and would read as False)
         self.cache: ResultCache | None = cache if isinstance(cache, ResultCache) else None
         self.stats = HarnessStats()
 
