@@ -123,10 +123,16 @@ def _fresh(cfg: EvalConfig) -> Measurer:
     return Measurer(scratch_cache(), repeats=cfg.repeats, threads=cfg.threads)
 
 
+def _shared(cfg: EvalConfig) -> Measurer:
+    """Paired timings that do not depend on the model (MAPE schedules, the answers timed again), kept in
+    the user's timing cache across evaluations."""
+    return Measurer(open_cache(DEFAULT_CACHE_DIR / "poly.sqlite") or scratch_cache(), cfg.mape_repeats, cfg.threads)
+
+
 def bench_one(name: str, cfg: EvalConfig, log=print) -> dict:
     """Benchmark `name`: its MAPE, then BSE and BSM side by side (module docstring)."""
     prog = benchmark(name, cfg.small)
-    shared = Measurer(open_cache(DEFAULT_CACHE_DIR / "poly.sqlite") or scratch_cache(), cfg.mape_repeats, cfg.threads)
+    shared = _shared(cfg)
     try:
         mape, points = benchmark_mape(prog, cfg, shared)
     finally:
@@ -169,7 +175,7 @@ def retimed_answers(prog, cfg: EvalConfig, answers: dict[str, Schedule]) -> dict
     schedule is timed once across evaluations).  A search's own speedup is the best of the many timings it
     took, so the more schedules it measures the more the noise flatters it (BSE: hundreds, BSM: four); the
     same measurement of both answers side by side does not favour either."""
-    m = Measurer(open_cache(DEFAULT_CACHE_DIR / "poly.sqlite") or scratch_cache(), cfg.mape_repeats, cfg.threads)
+    m = _shared(cfg)
     try:
         got = {label: m.paired(prog, sched) if sched.transforms else {"ok": True, "speedup": 1.0}
                for label, sched in answers.items()}

@@ -42,24 +42,26 @@ def diagnose(name: str, bse: dict, settings: dict, model) -> dict:
     legality, levels = Legality(prog), []
     found = model_search(prog, legality, model, settings["width"], settings["depth"], levels=levels)
     target = Schedule.from_list(bse["transforms"])
-    keys_found = {state_key(state(prog, s)) for s in found}
+
+    def keys(schedules) -> set:
+        return {state_key(state(prog, s)) for s in schedules}
+
+    path = [Schedule(target.transforms[:k]) for k in range(len(target.transforms) + 1)]  # identity .. target
     steps, frontier = [], [Schedule()]
-    for k in range(len(target.transforms)):
-        prefix = Schedule(target.transforms[:k + 1])
+    for k, prefix in enumerate(path[1:]):
         score = rank_by_model(prog, model, [(prefix, state(prog, prefix))])
         predicted = score[0][0] if score else float("nan")
-        in_reach = any(state_key(state(prog, f)) == state_key(state(prog, Schedule(target.transforms[:k])))
-                       for f in frontier)
+        in_reach = state_key(state(prog, path[k])) in keys(frontier)
         scored, frontier = levels[k] if k < len(levels) else ([], [])
-        kept = (any(state_key(state(prog, f)) == state_key(state(prog, prefix)) for f in frontier)
-                if k + 1 < settings["depth"] else None)  # the last depth has no next beam: see `verified`
+        # the last depth has no next beam: see `verified`
+        kept = state_key(state(prog, prefix)) in keys(frontier) if k + 1 < settings["depth"] else None
         spread = [float(q) for q in np.percentile([p for p, _ in scored], [10, 90])] if scored else None
         steps.append({"depth": k + 1, "schedule": notation(prefix), "predicted": predicted,
                       "rank": _rank(legality, scored, predicted), "children": len(scored), "p10_p90": spread,
                       "parent_in_beam": in_reach, "kept_in_beam": kept})
     lost = next((s["depth"] for s in steps if not s["parent_in_beam"]), None)
     return {"benchmark": name, "bse_speedup": bse["speedup"], "bse_schedule": bse["schedule"],
-            "verified": state_key(state(prog, target)) in keys_found, "path_leaves_beam_at": lost,
+            "verified": state_key(state(prog, target)) in keys(found), "path_leaves_beam_at": lost,
             "bsm_top": [notation(s) for s in found], "steps": steps}
 
 
