@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from llmopt.errors import UsageError
 from llmopt.harness.cache import ResultCache
 from llmopt.poly.agent.walk import walk_actions
 from llmopt.poly.benchmarks import benchmark
@@ -89,7 +90,6 @@ def test_collection_writes_rows_and_a_sample(data_dir, tmp_path):
 
 
 def test_seeds_come_from_a_list_a_file_or_the_range(tmp_path):
-    from llmopt.errors import UsageError
     from llmopt.poly.costmodel.data import _parser, _seeds
 
     def seeds(*argv):
@@ -126,7 +126,6 @@ def test_collection_killed_after_one_program_resumes_without_duplicates(tmp_path
 
 
 def test_resume_with_other_settings_is_refused(data_dir):
-    from llmopt.errors import UsageError
 
     with pytest.raises(UsageError, match="collected with"):
         collect(data_dir, range(3), DataConfig(schedules_per_program=5, repeats=1, small=True), progress=False)
@@ -160,7 +159,6 @@ def test_greedy_source_measures_a_search_whose_steps_only_gain(tmp_path):
         assert max(per_branch.values(), default=0) <= 2
     assert taken_somewhere or len(rows) > 3
     # Resuming the folder with the random source is refused (its rows answer another question).
-    from llmopt.errors import UsageError
 
     with pytest.raises(UsageError, match="collected with"):
         collect(out, range(3), DataConfig(repeats=1, small=True), progress=False)
@@ -191,7 +189,6 @@ def test_a_folder_from_before_a_setting_existed_resumes_with_its_default(data_di
 def test_generator_limits_reach_the_programs_and_the_config(data_dir, tmp_path):
     """`--limit p_double_buffer=1 --limit p_time=1`: recorded in config.json, drawn into the programs
     (a ping-pong stencil somewhere), refused when the name is not a limit or the value is not JSON."""
-    from llmopt.errors import UsageError
     from llmopt.poly.costmodel.data import main, parse_limits
 
     assert parse_limits(["p_double_buffer=0.5", "computations=[1, 2]"]) == {"p_double_buffer": 0.5, "computations": (1, 2)}
@@ -317,6 +314,36 @@ def test_training_on_several_folders_uses_every_row(data_dir, tmp_path):
     assert sum(metrics["samples"].values()) == len(rows)
     meta = torch.load(tmp_path / "run" / "costmodel.pt", weights_only=False)["meta"]
     assert meta["data"] == " + ".join(map(str, halves))
+
+
+def test_a_baseline_floor_keeps_only_the_longer_programs_in_every_split(data_dir, tmp_path):
+    from llmopt.poly.costmodel.train import at_least
+
+    rows = load_rows(data_dir)
+    times = sorted({r["hash"]: r["baseline_seconds"] * 1e3 for r in rows}.values())
+    floor = (times[0] + times[-1]) / 2  # between the fastest and the slowest program
+    kept = at_least(rows, floor)
+    assert 0 < len(kept) < len(rows) and all(r["baseline_seconds"] * 1e3 >= floor for r in kept)
+    assert at_least(rows, 0.0) is rows
+    cfg = TrainConfig(epochs=1, fractions=(0.5, 0.25), model=ModelConfig.tiny(), min_baseline_ms=floor)
+    metrics = train([data_dir], tmp_path / "run", cfg, log=lambda *_: None, progress=False)
+    assert sum(metrics["samples"].values()) == len(kept)
+    assert torch.load(tmp_path / "run" / "costmodel.pt", weights_only=False)["meta"]["min_baseline_ms"] == floor
+    with pytest.raises(UsageError, match="at least"):
+        train([data_dir], tmp_path / "none", dataclasses.replace(cfg, min_baseline_ms=times[-1] + 1),
+              log=lambda *_: None, progress=False)
+
+
+def test_log_error_charges_a_missed_gain_as_much_as_a_missed_loss(data_dir, tmp_path):
+    from llmopt.poly.costmodel.model import log_error, mape
+
+    at_one, gain, loss = torch.zeros(1), torch.tensor([2.0]), torch.tensor([0.5])
+    assert torch.isclose(log_error(at_one, gain), log_error(at_one, loss))
+    assert mape(at_one.exp(), gain) < mape(at_one.exp(), loss)  # MAPE lets the gain go cheaper
+    cfg = TrainConfig(epochs=1, fractions=(0.5, 0.25), model=ModelConfig.tiny(), loss="log")
+    metrics = train([data_dir], tmp_path / "run", cfg, log=lambda *_: None, progress=False)
+    assert metrics["mape_train"] > 0  # still reported as MAPE
+    assert torch.load(tmp_path / "run" / "last.pt", weights_only=False)["settings"]["loss"] == "log"
 
 
 def test_rank_loss_rewards_the_measured_order_and_ignores_noise():

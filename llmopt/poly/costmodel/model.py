@@ -139,6 +139,13 @@ def mape(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return ((pred - target).abs() / target.clamp_min(1e-9)).mean()
 
 
+def log_error(log_pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean |log prediction - log target|: a 2x gain predicted as 1x costs what a 2x loss predicted as 1x
+    costs.  MAPE does not: it charges an over-prediction without bound and an under-prediction at most 1,
+    so a model trained on it learns slowdowns and predicts ~1x for every gain (docs/results/costmodel/)."""
+    return (log_pred - target.clamp_min(1e-9).log()).abs().mean()
+
+
 def rank_loss(log_pred: torch.Tensor, target: torch.Tensor, min_gain: float = 0.05) -> torch.Tensor:
     """Pairwise logistic loss on the order of a batch's predictions: for every pair whose measured
     speedups differ by more than `min_gain` (timing noise is ~4%), -log sigmoid(log p_fast - log p_slow),

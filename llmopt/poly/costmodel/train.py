@@ -10,6 +10,12 @@ structure (A.1 groups a batch by program; here it also lets one forward pass ser
 needs the model's order of one program's schedules, and MAPE alone taught little of it (`scores`'
 pick ratio; docs/results/costmodel/ranking/).
 
+`--loss log` trains on |log predicted - log measured| instead of MAPE (`model.log_error`; MAPE is still
+what is reported): MAPE charges an over-prediction without bound and an under-prediction at most 1.
+
+`--min-baseline-ms MS` keeps only programs whose original schedule runs at least MS (`at_least`): a
+search is asked about benchmarks that run 12-230 ms, and on programs of a few ms parallel loops gain nothing.
+
 Each epoch ends with the validation MAPE and pick ratio and an atomic checkpoint, `OUT/last.pt` (model,
 optimizer, scheduler, epoch, history); the best model by validation MAPE (by pick ratio with
 `--rank-weight`) is `OUT/costmodel.pt`
@@ -45,6 +51,7 @@ from llmopt.poly.costmodel.features import COMP_FEATURES, FEATURE_LAYOUT, Tree, 
 from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public answer, re-exported)
     CostModel,
     ModelConfig,
+    log_error,
     mape,
     predict,
     predict_trees,
@@ -74,6 +81,8 @@ class TrainConfig:
     threads: int = 1  # torch CPU threads: more only spin against each other on a shared, busy machine
     rank_weight: float = 0.0  # weight of `rank_loss` beside MAPE (0: the paper's MAPE alone)
     train_share: float = 1.0  # train on this share of the training programs (a learning curve; same test)
+    min_baseline_ms: float = 0.0  # drop programs whose original schedule runs faster than this (every split)
+    loss: str = "mape"  # "mape" (the paper's) or "log" (`model.log_error`), beside `rank_weight` x rank loss
     model: ModelConfig = field(default_factory=ModelConfig)
 
 
@@ -193,15 +202,18 @@ def scores(model: CostModel, ds: Dataset) -> tuple[float, float]:
 
 
 def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng: np.random.Generator) -> float:
-    """One pass over the training set; the mean MAPE of its batches (weighted by size).  With
-    `cfg.rank_weight` the loss adds that much `rank_loss` (a batch is one program's schedules)."""
+    """One pass over the training set; the mean MAPE of its batches (weighted by size), whatever `cfg.loss`
+    it minimizes.  With `cfg.rank_weight` the loss adds that much `rank_loss` (a batch is one program's
+    schedules)."""
     model.train()
     total, seen = 0.0, 0
     for idx in batches(ds, cfg.batch_size, rng):
         comps, target, structure = _tensors(ds, idx, cfg.device)
         log_pred = model.log_speedup(comps, structure)
         error = mape(log_pred.exp(), target)
-        loss = error + cfg.rank_weight * rank_loss(log_pred, target) if cfg.rank_weight else error
+        loss = log_error(log_pred, target) if cfg.loss == "log" else error
+        if cfg.rank_weight:
+            loss = loss + cfg.rank_weight * rank_loss(log_pred, target)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -232,7 +244,9 @@ class Trainer:
                 # absent when off, so checkpoints from before the option still resume
                 **({"rank_weight": self.cfg.rank_weight} if self.cfg.rank_weight else {}),
                 **({"weight_decay": self.cfg.weight_decay} if self.cfg.weight_decay != TrainConfig.weight_decay else {}),
-                **({"train_share": self.cfg.train_share} if self.cfg.train_share < 1.0 else {})}
+                **({"train_share": self.cfg.train_share} if self.cfg.train_share < 1.0 else {}),
+                **({"min_baseline_ms": self.cfg.min_baseline_ms} if self.cfg.min_baseline_ms else {}),
+                **({"loss": self.cfg.loss} if self.cfg.loss != "mape" else {})}
 
     def state(self) -> dict:
         return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "sched": self.sched.state_dict(),
@@ -255,8 +269,18 @@ def _checkpoint(path: Path, trainer: Trainer) -> None:
 
 def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) -> dict:
     return {"data": data, "fractions": list(cfg.fractions), "seed": cfg.seed, "history": history,
+            "min_baseline_ms": cfg.min_baseline_ms,
             "programs": {s: sorted(set(sets[s].programs)) for s in SPLITS},
             "samples": {s: len(sets[s].trees) for s in SPLITS}}
+
+
+def at_least(rows: list[dict], min_baseline_ms: float) -> list[dict]:
+    """The rows of programs whose original schedule runs at least `min_baseline_ms`.
+
+    Why: how much parallelization or tiling pays depends on how long the program runs (OpenMP's start-up
+    against 3 ms of work measures ~1.0x, against 100 ms ~2x), and most random programs run a few ms
+    where the benchmarks a search is asked about run 12-230 ms (`data/poly-costmodel-large/README.md`)."""
+    return [r for r in rows if float(r["baseline_seconds"]) * 1e3 >= min_baseline_ms] if min_baseline_ms else rows
 
 
 def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
@@ -268,7 +292,9 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
     out.mkdir(parents=True, exist_ok=True)
     folders = [data] if isinstance(data, (str, os.PathLike)) else list(data)
     data = " + ".join(map(str, folders))
-    rows = [row for folder in folders for row in load_rows(folder)]
+    rows = at_least([row for folder in folders for row in load_rows(folder)], cfg.min_baseline_ms)
+    if not rows:
+        raise UsageError(f"{data}: no rows of a program that runs at least {cfg.min_baseline_ms} ms")
     sets = featurize_rows(rows, cfg, progress, cache=out / "features.pkl")
     sets["train"] = train_share_of(sets["train"], cfg)
     if not sets["train"].trees:
@@ -330,13 +356,18 @@ def main(argv: list[str] | None = None) -> int:
                    help="train on this share of the training programs (a learning curve; validation and test unchanged)")
     p.add_argument("--rank-weight", type=float, default=0.0,
                    help="add this much pairwise ranking loss to MAPE (default 0: MAPE alone, as the paper)")
+    p.add_argument("--loss", choices=("mape", "log"), default="mape",
+                   help="mape (the paper's; default) or log: |log predicted - log measured|, symmetric in gains and losses")
+    p.add_argument("--min-baseline-ms", type=float, default=0.0,
+                   help="keep only programs whose original schedule runs at least this long (every split; default 0)")
     args = p.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, max_lr=args.lr, seed=args.seed,
                       device=args.device, threads=args.threads, model=ModelConfig.tiny() if args.tiny else ModelConfig(),
                       rank_weight=args.rank_weight, weight_decay=args.weight_decay,
-                      train_share=args.train_share)
+                      train_share=args.train_share, min_baseline_ms=args.min_baseline_ms,
+                      loss=args.loss)
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     if args.normalize:
