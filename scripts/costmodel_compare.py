@@ -8,6 +8,8 @@ prediction there: a model that predicts ~1 everywhere shows it at once).
 
     python scripts/costmodel_compare.py data/poly-costmodel llmopt/poly/data/costmodel.pt runs/cm-673/costmodel.pt \
         --old-seeds 438 --cache runs/cm-673/features.pkl
+
+DATA may name several folders joined by commas (`data/poly-greedy-gemm,data/poly-costmodel-large`).
 """
 
 from __future__ import annotations
@@ -31,12 +33,12 @@ def subset(ds: Dataset, keep) -> Dataset:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("data")
+    p.add_argument("data", help="a collected folder, or several joined by commas")
     p.add_argument("models", nargs="+")
     p.add_argument("--old-seeds", type=int, default=0, help="programs of seeds below this form the 'earlier' part")
     p.add_argument("--cache", help="features cache of a training run (features.pkl)")
     args = p.parse_args()
-    rows = load_rows(args.data)
+    rows = [r for folder in args.data.split(",") for r in load_rows(folder)]
     sets = featurize_rows(rows, TrainConfig(), False, cache=args.cache)
     test = sets["test"]
     old = {r["hash"] for r in rows if r["seed"] < args.old_seeds}
