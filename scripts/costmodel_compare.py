@@ -10,6 +10,8 @@ prediction there: a model that predicts ~1 everywhere shows it at once).
         --old-seeds 438 --cache runs/cm-673/features.pkl
 
 DATA may name several folders joined by commas (`data/poly-greedy-gemm,data/poly-costmodel-large`).
+`--min-baseline-ms MS` adds the same numbers on the programs whose original schedule runs at least MS (those
+a model trained with `train --min-baseline-ms MS` saw the like of).
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmopt.poly.costmodel.data import load_rows  # noqa: E402
 from llmopt.poly.costmodel.model import load_model, predict_trees  # noqa: E402
-from llmopt.poly.costmodel.train import MIN_SPEEDUP, Dataset, TrainConfig, featurize_rows, scores  # noqa: E402
+from llmopt.poly.costmodel.train import (  # noqa: E402
+    MIN_SPEEDUP,
+    Dataset,
+    TrainConfig,
+    at_least,
+    featurize_rows,
+    scores,
+)
 
 
 def subset(ds: Dataset, keep) -> Dataset:
@@ -37,12 +46,17 @@ def main() -> int:
     p.add_argument("models", nargs="+")
     p.add_argument("--old-seeds", type=int, default=0, help="programs of seeds below this form the 'earlier' part")
     p.add_argument("--cache", help="features cache of a training run (features.pkl)")
+    p.add_argument("--min-baseline-ms", type=float, default=0.0,
+                   help="also score the programs whose original schedule runs at least this long")
     args = p.parse_args()
     rows = [r for folder in args.data.split(",") for r in load_rows(folder)]
     sets = featurize_rows(rows, TrainConfig(), False, cache=args.cache)
     test = sets["test"]
     old = {r["hash"] for r in rows if r["seed"] < args.old_seeds}
     parts = {"test (all)": test, "validation": sets["validation"]}
+    if args.min_baseline_ms:
+        longer = {r["hash"] for r in at_least(rows, args.min_baseline_ms)}
+        parts[f"test, >= {args.min_baseline_ms:g} ms"] = subset(test, lambda h: h in longer)
     if args.old_seeds:
         parts.update({f"test, seeds < {args.old_seeds}": subset(test, lambda h: h in old),
                       "test, the rest": subset(test, lambda h: h not in old)})

@@ -142,7 +142,7 @@ def mape(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 def log_error(log_pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Mean |log prediction - log target|: a 2x gain predicted as 1x costs what a 2x loss predicted as 1x
     costs.  MAPE does not: it charges an over-prediction without bound and an under-prediction at most 1,
-    so a model trained on it learns slowdowns and predicts ~1x for every gain (docs/results/costmodel/)."""
+    so a model trained on it learns slowdowns and predicts ~1x for every gain (docs/results/costmodel/loss/)."""
     return (log_pred - target.clamp_min(1e-9).log()).abs().mean()
 
 
