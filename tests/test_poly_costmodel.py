@@ -344,6 +344,9 @@ def test_log_error_charges_a_missed_gain_as_much_as_a_missed_loss(data_dir, tmp_
     metrics = train([data_dir], tmp_path / "run", cfg, log=lambda *_: None, progress=False)
     assert metrics["mape_train"] > 0  # still reported as MAPE
     assert torch.load(tmp_path / "run" / "last.pt", weights_only=False)["settings"]["loss"] == "log"
+    assert torch.load(tmp_path / "run" / "costmodel.pt", weights_only=False)["meta"]["loss"] == "log"
+    with pytest.raises(UsageError, match="unknown loss"):
+        train([data_dir], tmp_path / "typo", dataclasses.replace(cfg, loss="LOG"), log=lambda *_: None, progress=False)
 
 
 def test_rank_loss_rewards_the_measured_order_and_ignores_noise():

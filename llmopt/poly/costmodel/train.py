@@ -62,6 +62,7 @@ from llmopt.poly.program import program_from_dict
 from llmopt.poly.schedule import Schedule
 
 SPLITS = ("train", "validation", "test")
+LOSSES = ("mape", "log")  # `TrainConfig.loss`
 # Targets below this are raised to it (train and test alike): a schedule 100x slower than the original
 # is as useless as one 1000x slower, and MAPE on a 0.001x target would outweigh every other sample.
 MIN_SPEEDUP = 0.01
@@ -79,7 +80,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "cpu"
     threads: int = 1  # torch CPU threads: more only spin against each other on a shared, busy machine
-    rank_weight: float = 0.0  # weight of `rank_loss` beside MAPE (0: the paper's MAPE alone)
+    rank_weight: float = 0.0  # weight of `rank_loss` beside `loss` (0: that loss alone, as the paper)
     train_share: float = 1.0  # train on this share of the training programs (a learning curve; same test)
     min_baseline_ms: float = 0.0  # drop programs whose original schedule runs faster than this (every split)
     loss: str = "mape"  # "mape" (the paper's) or "log" (`model.log_error`), beside `rank_weight` x rank loss
@@ -269,7 +270,7 @@ def _checkpoint(path: Path, trainer: Trainer) -> None:
 
 def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) -> dict:
     return {"data": data, "fractions": list(cfg.fractions), "seed": cfg.seed, "history": history,
-            "min_baseline_ms": cfg.min_baseline_ms,
+            "loss": cfg.loss, "rank_weight": cfg.rank_weight, "min_baseline_ms": cfg.min_baseline_ms,
             "programs": {s: sorted(set(sets[s].programs)) for s in SPLITS},
             "samples": {s: len(sets[s].trees) for s in SPLITS}}
 
@@ -288,6 +289,8 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
     """Train (or resume) on the rows in `data` (one collected folder or several, split alike by program);
     returns {"mape_train", "mape_validation", "mape_test", ...}."""
     cfg = cfg or TrainConfig()
+    if cfg.loss not in LOSSES:
+        raise UsageError(f"unknown loss {cfg.loss!r}: one of {', '.join(LOSSES)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     folders = [data] if isinstance(data, (str, os.PathLike)) else list(data)
@@ -355,8 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-share", type=float, default=1.0,
                    help="train on this share of the training programs (a learning curve; validation and test unchanged)")
     p.add_argument("--rank-weight", type=float, default=0.0,
-                   help="add this much pairwise ranking loss to MAPE (default 0: MAPE alone, as the paper)")
-    p.add_argument("--loss", choices=("mape", "log"), default="mape",
+                   help="add this much pairwise ranking loss to --loss (default 0: that loss alone, as the paper)")
+    p.add_argument("--loss", choices=LOSSES, default="mape",
                    help="mape (the paper's; default) or log: |log predicted - log measured|, symmetric in gains and losses")
     p.add_argument("--min-baseline-ms", type=float, default=0.0,
                    help="keep only programs whose original schedule runs at least this long (every split; default 0)")
