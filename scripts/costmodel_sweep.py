@@ -1,7 +1,7 @@
 """Many cost-model training runs side by side, scored alike: one device call is a whole sweep.
 
-    python scripts/costmodel_sweep.py PLAN.json --data data/poly-costmodel --features FEATURES.pkl[.gz] \
-        --root runs/cm-sweep [--pack OUT] [--keep 3]
+    python scripts/costmodel_sweep.py PLAN.json --data data/poly-costmodel[,MORE...] --features FEATURES.pkl[.gz] \
+        --root runs/cm-sweep [--pack OUT] [--keep 3] [--min-baseline-ms 5]
 
 A plan (JSON) is `{"minutes": 8, "runs": [{"name": "g1", "device": "cuda", "args": ["--epochs", "40", ...]}]}`:
 each run is `python -m llmopt.poly.costmodel.train DATA --out ROOT/NAME --device DEVICE --threads 1 ARGS`,
@@ -11,7 +11,7 @@ on the same data wrote, gzipped or not) is uncompressed once and linked into eve
 featurizes again.
 
 Afterwards every run's best model (lowest validation MAPE) is scored on each split of the same seed-0
-program split, and `summary.json` gets the scores, the per-epoch history and the seconds per epoch; with
+program split (and, with `--min-baseline-ms MS`, again on its programs that run at least MS ms: `_MSms` keys), and `summary.json` gets the scores, the per-epoch history and the seconds per epoch; with
 `--pack OUT`, the summary, the logs and the `--keep` best models by validation MAPE go there (the device
 tool returns at most 8 files). Several CUDA runs share one GPU: the model is small and its steps are
 launch-bound (one tree structure a batch), so the GPU idles between any one run's kernels.
@@ -33,9 +33,9 @@ from pathlib import Path
 
 import torch
 
-from llmopt.poly.costmodel.data import load_rows
+from llmopt.poly.costmodel.data import load_folders
 from llmopt.poly.costmodel.model import load_model
-from llmopt.poly.costmodel.train import SPLITS, TrainConfig, featurize_rows, scores
+from llmopt.poly.costmodel.train import SPLITS, TrainConfig, at_least, featurize_rows, scores
 
 
 def shared_features(features: Path, root: Path) -> Path:
@@ -59,7 +59,7 @@ def launch(plan: dict, data: str, root: Path, features: Path | None) -> dict[str
         out.mkdir(parents=True, exist_ok=True)
         if cache is not None and not (out / "features.pkl").exists():
             (out / "features.pkl").symlink_to(cache)
-        cmd = [sys.executable, "-m", "llmopt.poly.costmodel.train", data, "--out", str(out),
+        cmd = [sys.executable, "-m", "llmopt.poly.costmodel.train", *data.split(","), "--out", str(out),
                "--device", run.get("device", "cpu"), "--threads", "1", *run.get("args", [])]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
         log = (out / "stdout.log").open("w")
@@ -94,23 +94,29 @@ def history(run_dir: Path) -> list[dict]:
     return torch.load(last, map_location="cpu", weights_only=False).get("history", [])
 
 
-_SETS: dict = {}  # the featurized splits, shared with the scoring workers by fork
+_SETS: dict = {}  # suffix -> the featurized splits, shared with the scoring workers by fork
 
 
 def _score(model_path: Path) -> dict:
     torch.set_num_threads(1)
     model, _ = load_model(model_path, "cpu")
     out = {}
-    for split in SPLITS[1:]:  # validation and test; the training MAPE is in the history
-        out[f"mape_{split}"], out[f"pick_{split}"] = scores(model, _SETS[split])
+    for suffix, sets in _SETS.items():
+        for split in SPLITS[1:]:  # validation and test; the training MAPE is in the history
+            out[f"mape_{split}{suffix}"], out[f"pick_{split}{suffix}"] = scores(model, sets[split])
     return out
 
 
-def score_all(plan: dict, data: str, root: Path, codes: dict, started: dict, features: Path | None) -> dict:
+def score_all(plan: dict, data: str, root: Path, codes: dict, started: dict, features: Path | None,
+              min_baseline_ms: float = 0.0) -> dict:
     """Every run's best model on the validation and test splits (in parallel: one process a model), with
     its history and time per epoch."""
     cache = root / plan["runs"][0]["name"] / "features.pkl" if features is not None else None  # the shared one
-    _SETS.update(featurize_rows(load_rows(data), TrainConfig(), progress=False, cache=cache))
+    rows = load_folders(data)
+    _SETS[""] = featurize_rows(rows, TrainConfig(), progress=False, cache=cache)
+    if min_baseline_ms:
+        _SETS[f"_{min_baseline_ms:g}ms"] = featurize_rows(at_least(rows, min_baseline_ms), TrainConfig(),
+                                                          progress=False, cache=cache)
     out = {}
     for run in plan["runs"]:
         name, run_dir = run["name"], root / run["name"]
@@ -128,35 +134,39 @@ def score_all(plan: dict, data: str, root: Path, codes: dict, started: dict, fea
     return out
 
 
-def pack(summary: dict, root: Path, out: Path, keep: int) -> None:
+def pack(summary: dict, root: Path, out: Path, keep: int, key: str = "mape_validation") -> None:
+    """The summary, the logs and the `keep` models with the lowest `key`, into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     with tarfile.open(out / "logs.tar.gz", "w:gz") as tar:
         for name in summary:
             if (root / name / "stdout.log").exists():
                 tar.add(root / name / "stdout.log", arcname=f"{name}.log")
-    scored = [n for n in summary if "mape_validation" in summary[n]]
-    for name in sorted(scored, key=lambda n: summary[n]["mape_validation"])[:keep]:
+    scored = [n for n in summary if key in summary[n]]
+    for name in sorted(scored, key=lambda n: summary[n][key])[:keep]:
         shutil.copy(root / name / "costmodel.pt", out / f"{name}.pt")
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("plan", type=Path)
-    p.add_argument("--data", default="data/poly-costmodel")
+    p.add_argument("--data", default="data/poly-costmodel", help="a collected folder, or several comma-joined")
     p.add_argument("--features", type=Path, help="a features.pkl (or .pkl.gz) of the same data")
     p.add_argument("--root", type=Path, default=Path("runs/cm-sweep"))
     p.add_argument("--pack", type=Path, help="folder for summary.json, logs and the best models")
     p.add_argument("--keep", type=int, default=3, help="best models to pack (default 3)")
+    p.add_argument("--min-baseline-ms", type=float, default=0.0,
+                   help="also score on the programs whose original schedule runs at least this long")
     args = p.parse_args()
     plan = json.loads(args.plan.read_text())
     procs = launch(plan, args.data, args.root, args.features)
     started = {name: time.time() for name in procs}
     codes = wait(procs, float(plan["minutes"]))
-    summary = score_all(plan, args.data, args.root, codes, started, args.features)
+    summary = score_all(plan, args.data, args.root, codes, started, args.features, args.min_baseline_ms)
     (args.root / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     if args.pack:
-        pack(summary, args.root, args.pack, args.keep)
+        key = f"mape_validation_{args.min_baseline_ms:g}ms" if args.min_baseline_ms else "mape_validation"
+        pack(summary, args.root, args.pack, args.keep, key)
     return 0
 
 
