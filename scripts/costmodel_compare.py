@@ -37,11 +37,6 @@ from llmopt.poly.costmodel.train import (  # noqa: E402
 )
 
 
-def subset(ds: Dataset, keep) -> Dataset:
-    idx = [i for i, h in enumerate(ds.programs) if keep(h)]
-    return Dataset([ds.trees[i] for i in idx], [ds.speedups[i] for i in idx], [ds.programs[i] for i in idx])
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("data", help="a collected folder, or several joined by commas")
@@ -59,10 +54,10 @@ def main() -> int:
     parts = {"test (all)": test, "validation": sets["validation"]}
     if args.min_baseline_ms:
         longer = {r["hash"] for r in at_least(rows, args.min_baseline_ms)}
-        parts[f"test, >= {args.min_baseline_ms:g} ms"] = subset(test, lambda h: h in longer)
+        parts[f"test, >= {args.min_baseline_ms:g} ms"] = test.where(lambda h: h in longer)
     if args.old_seeds:
-        parts.update({f"test, seeds < {args.old_seeds}": subset(test, lambda h: h in old),
-                      "test, the rest": subset(test, lambda h: h not in old)})
+        parts.update({f"test, seeds < {args.old_seeds}": test.where(lambda h: h in old),
+                      "test, the rest": test.where(lambda h: h not in old)})
     models = {m: load_model(m, "cpu")[0] for m in args.models}
     both = {m: {k: scores(model, v) for k, v in parts.items()} for m, model in models.items()}
     print(json.dumps({"programs": {k: len(set(v.programs)) for k, v in parts.items()},

@@ -11,8 +11,9 @@ on the same data wrote, gzipped or not) is uncompressed once and linked into eve
 featurizes again.
 
 Afterwards every run's best model (lowest validation MAPE) is scored on each split of the same seed-0
-program split (and, with `--min-baseline-ms MS`, again on its programs that run at least MS ms: `_MSms` keys), and `summary.json` gets the scores, the per-epoch history and the seconds per epoch; with
-`--pack OUT`, the summary, the logs and the `--keep` best models by validation MAPE go there (the device
+program split (with `--min-baseline-ms MS` also on its programs that run at least MS ms: keys ending `_MSms`),
+and `summary.json` gets the scores, the per-epoch history and the seconds per epoch; with `--pack OUT`, the
+summary, the logs and the `--keep` best models by validation MAPE (of those programs, with MS) go there (the device
 tool returns at most 8 files). Several CUDA runs share one GPU: the model is small and its steps are
 launch-bound (one tree structure a batch), so the GPU idles between any one run's kernels.
 """
@@ -97,6 +98,10 @@ def history(run_dir: Path) -> list[dict]:
 _SETS: dict = {}  # suffix -> the featurized splits, shared with the scoring workers by fork
 
 
+def _suffix(min_baseline_ms: float) -> str:
+    return f"_{min_baseline_ms:g}ms" if min_baseline_ms else ""
+
+
 def _score(model_path: Path) -> dict:
     torch.set_num_threads(1)
     model, _ = load_model(model_path, "cpu")
@@ -115,8 +120,9 @@ def score_all(plan: dict, data: str, root: Path, codes: dict, started: dict, fea
     rows = load_folders(data)
     _SETS[""] = featurize_rows(rows, TrainConfig(), progress=False, cache=cache)
     if min_baseline_ms:
-        _SETS[f"_{min_baseline_ms:g}ms"] = featurize_rows(at_least(rows, min_baseline_ms), TrainConfig(),
-                                                          progress=False, cache=cache)
+        # the rows `train --min-baseline-ms` keeps (row by row), so these scores match its validation MAPE
+        _SETS[_suffix(min_baseline_ms)] = featurize_rows(at_least(rows, min_baseline_ms), TrainConfig(),
+                                                         progress=False, cache=cache)
     out = {}
     for run in plan["runs"]:
         name, run_dir = run["name"], root / run["name"]
@@ -165,8 +171,7 @@ def main() -> int:
     summary = score_all(plan, args.data, args.root, codes, started, args.features, args.min_baseline_ms)
     (args.root / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     if args.pack:
-        key = f"mape_validation_{args.min_baseline_ms:g}ms" if args.min_baseline_ms else "mape_validation"
-        pack(summary, args.root, args.pack, args.keep, key)
+        pack(summary, args.root, args.pack, args.keep, "mape_validation" + _suffix(args.min_baseline_ms))
     return 0
 
 

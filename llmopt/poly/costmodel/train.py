@@ -105,14 +105,18 @@ class Dataset:
     speedups: list[float] = field(default_factory=list)
     programs: list[str] = field(default_factory=list)
 
+    def where(self, keep) -> Dataset:
+        """The samples whose program hash `keep(hash)` accepts."""
+        idx = [k for k, h in enumerate(self.programs) if keep(h)]
+        return Dataset([self.trees[k] for k in idx], [self.speedups[k] for k in idx], [self.programs[k] for k in idx])
+
 
 def train_share_of(ds: Dataset, cfg: TrainConfig) -> Dataset:
     """The samples of the first `cfg.train_share` of the training programs (by the split's own draw, so a
     smaller share is a subset of a larger one and validation and test do not change)."""
     if cfg.train_share >= 1.0:
         return ds
-    keep = [k for k, h in enumerate(ds.programs) if _draw(h, cfg.seed) < cfg.fractions[0] * cfg.train_share]
-    return Dataset([ds.trees[k] for k in keep], [ds.speedups[k] for k in keep], [ds.programs[k] for k in keep])
+    return ds.where(lambda h: _draw(h, cfg.seed) < cfg.fractions[0] * cfg.train_share)
 
 
 def _row_key(r: dict) -> str:
