@@ -136,3 +136,33 @@ def test_bsm_misses_places_bse_path_in_the_replayed_beam(model_and_data):
     assert got["path_leaves_beam_at"] is None and len(got["steps"]) == 2
     assert got["steps"][0]["kept_in_beam"] and got["steps"][1]["kept_in_beam"] is None
     assert all(s["rank"] >= 1 and s["children"] > 0 and s["parent_in_beam"] for s in got["steps"])
+
+
+def test_costmodel_select_searches_held_out_programs_and_times_the_answers(model_and_data, tmp_path, monkeypatch):
+    """`scripts/costmodel_select.py`: BSM on programs no model trained on, each answer timed, scored
+    against the data's best; a program some model trained on is left out."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import costmodel_select
+
+    model, data = model_and_data
+    monkeypatch.setattr(costmodel_select, "DEFAULT_CACHE_DIR", tmp_path / "cache")
+    hashes = sorted({r["hash"] for r in load_rows(data)})
+    trained_one = {"seed": 0, "fractions": [0.0, 0.0], "programs": {"train": hashes[:1]}}
+    kept = costmodel_select.held_out_programs([str(data)], "test", [trained_one], 0.0, 0.0, None)
+    assert [p["hash"] for p in kept] == hashes[1:]
+    assert all(p["best"] == max(r["speedup"] for r in load_rows(data) if r["hash"] == p["hash"]) for p in kept)
+    assert costmodel_select.held_out_programs([str(data)], "test", [trained_one], 0.0, 1e9, None) == []
+    out = tmp_path / "select.json"
+    assert costmodel_select.main([str(model), "--data", str(data), "--split", "test", "--min-baseline-ms", "0",
+                                  "--min-best", "0", "--verify", "1", "--repeats", "2", "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert len(got["rows"]) == len(hashes)
+    answers = [r["models"][str(model)] for r in got["rows"]]
+    assert all(a["speedup"] >= 1.0 and a["model_seconds"] > 0 for a in answers)  # verified: never below the original
+    summary = got["summary"][str(model)]
+    assert summary["programs"] == len(hashes) and 0 <= summary["within_10pct"] <= len(hashes)
+    ratios = [a["speedup"] / r["best"] for a, r in zip(answers, got["rows"], strict=True)]
+    assert summary["geomean_ratio"] == pytest.approx(math.exp(sum(map(math.log, ratios)) / len(ratios)))

@@ -284,6 +284,48 @@ def test_normalized_inputs_are_the_training_splits_and_survive_save_and_load(dat
     assert not hasattr(plain, "in_mean") and "in_mean" not in plain.state_dict()
 
 
+def test_an_init_seed_changes_the_weights_and_the_order_but_not_the_split():
+    """`--init-seed`: an ensemble's members start from other weights on the one split of `--seed`."""
+    from llmopt.poly.costmodel.train import split_of
+
+    base, other = TrainConfig(model=ModelConfig.tiny()), TrainConfig(model=ModelConfig.tiny(), init_seed=5)
+    first = [p.detach().clone() for p in Trainer(base, 1).model.parameters()]
+    assert any(not torch.equal(a, b) for a, b in zip(first, Trainer(other, 1).model.parameters(), strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(first, Trainer(base, 1).model.parameters(), strict=True))
+    assert (other.weights_seed, base.weights_seed) == (5, 0)
+    assert Trainer(other, 1).settings()["init_seed"] == 5 and "init_seed" not in Trainer(base, 1).settings()
+    assert all(split_of(h, other.fractions, other.seed) == split_of(h, base.fractions, base.seed) for h in "abcdef")
+
+
+def test_an_ensemble_answers_the_mean_log_speedup_and_keeps_only_unseen_test_programs(tmp_path):
+    """`ensemble`: one file of several models, loaded like one; its test programs are none's training ones."""
+    from llmopt.poly.costmodel.ensemble import build, main
+    from llmopt.poly.costmodel.model import Ensemble, predict_many
+
+    metas = [{"seed": 0, "fractions": [0.6, 0.2], "programs": {"train": ["a", "b"], "validation": ["c"], "test": ["d", "e"]}},
+             {"seed": 0, "fractions": [0.6, 0.2], "programs": {"train": ["a", "b", "e"], "validation": ["c"], "test": ["d"]}}]
+    paths = []
+    for k, meta in enumerate(metas):
+        torch.manual_seed(k)
+        model = CostModel(ModelConfig.tiny())
+        torch.nn.init.normal_(model.head[-1].weight)  # a fresh model answers 1x everywhere: make them differ
+        paths.append(tmp_path / f"m{k}.pt")
+        save_model(model, paths[-1], meta)
+    assert main([*map(str, paths), "--out", str(tmp_path / "e.pt")]) == 0
+    ens, meta = load_model(tmp_path / "e.pt")
+    assert isinstance(ens, Ensemble) and len(ens.members) == 2
+    assert meta["programs"] == {"train": ["a", "b", "e"], "validation": ["c"], "test": ["d"]}
+    prog, scheds = benchmark("gemm", small=True), [Schedule(), Schedule((Parallel("S0", 0),))]
+    one, two = (predict_many(load_model(p)[0], prog, scheds) for p in paths)
+    assert predict_many(ens, prog, scheds) == pytest.approx((one * two) ** 0.5, rel=1e-5)
+    assert not (one == two).all()
+    nested, _ = build([tmp_path / "e.pt", paths[0]])  # an ensemble among the files counts its members
+    assert len(nested.members) == 3
+    save_model(CostModel(ModelConfig.tiny()), tmp_path / "other.pt", {"seed": 1, "programs": {}})
+    with pytest.raises(UsageError, match="split differently"):
+        build([paths[0], tmp_path / "other.pt"])
+
+
 def test_a_share_of_the_training_programs_is_nested_and_leaves_the_other_splits_alone():
     """`--train-share`: a learning curve trains on fewer programs, never on another split's."""
     from llmopt.poly.costmodel.train import Dataset, split_of, train_share_of

@@ -21,8 +21,9 @@ version for tests).  A batch holds samples of one tree structure (A.1 batches tr
 one program for the same reason): their computation vectors are stacked and the recursion runs
 once for the whole batch.
 
-`save_model` / `load_model` keep the weights with their config and metadata; `predict(model,
-program, schedule)` and `predict_many` answer the speedup over the untransformed program.
+`save_model` / `load_model` keep the weights with their config and metadata (an `Ensemble`, the mean
+of several trained models' log speedups, is saved and loaded the same way); `predict(model, program,
+schedule)` and `predict_many` answer the speedup over the untransformed program.
 """
 
 from __future__ import annotations
@@ -192,28 +193,59 @@ def predict(model: CostModel, prog: Program, schedule: Schedule) -> float:
     return float(predict_many(model, prog, [schedule])[0])
 
 
-def save_model(model: CostModel, path: str | os.PathLike, meta: dict | None = None) -> None:
-    """Weights, config and metadata (split, metrics) in one file, written atomically."""
+class Ensemble(nn.Module):
+    """Cost models trained alike from different initial weights, answering the mean of their log speedups
+    (the geometric mean of their speedups).  Why: which rare 10x schedule one model ranks first varies between
+    training runs more than its MAPE does (docs/results/costmodel/), and a search trusts that first place;
+    the mean keeps what the runs agree on.  Used wherever a `CostModel` is (`predict_trees`, the searches)."""
+
+    def __init__(self, members: Sequence[CostModel]):
+        super().__init__()
+        if not members:
+            raise CostModelError("an ensemble needs at least one cost model")
+        self.members = nn.ModuleList(members)
+        self.cfg = members[0].cfg
+
+    def log_speedup(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:
+        return torch.stack([m.log_speedup(comps, structure) for m in self.members]).mean(0)
+
+    def forward(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:
+        return torch.exp(self.log_speedup(comps, structure))
+
+
+def _weights(model: CostModel) -> dict:
+    return {"config": dataclasses.asdict(model.cfg), "state": model.state_dict()}
+
+
+def save_model(model: CostModel | Ensemble, path: str | os.PathLike, meta: dict | None = None) -> None:
+    """Weights, config and metadata (split, metrics) in one file, written atomically; an ensemble keeps
+    each member's weights and config."""
+    body = ({"members": [_weights(m) for m in model.members]} if isinstance(model, Ensemble) else _weights(model))
     with atomic_target(path) as tmp:
-        torch.save({"version": MODEL_VERSION, "config": dataclasses.asdict(model.cfg),
-                    "state": model.state_dict(), "meta": meta or {}}, tmp)
+        torch.save({"version": MODEL_VERSION, **body, "meta": meta or {}}, tmp)
 
 
-def load_model(path: str | os.PathLike, device: str = "cpu") -> tuple[CostModel, dict]:
-    """(model in eval mode, its metadata); CostModelError with what to do when the file is not there."""
+def _member(blob: dict, device: str) -> CostModel:
+    cfg = ModelConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["config"].items()})
+    model = CostModel(cfg).to(device)
+    model.load_state_dict(blob["state"])
+    return model
+
+
+def load_model(path: str | os.PathLike, device: str = "cpu") -> tuple[CostModel | Ensemble, dict]:
+    """(model or ensemble in eval mode, its metadata); CostModelError with what to do when the file is not there."""
     path = Path(path)
     if not path.is_file():
         raise CostModelError(f"no cost model at {path}: train one with `python -m llmopt.poly.costmodel.train "
                              f"DATA --out {path.parent}` or pass --cost-model PATH")
     try:
         blob = torch.load(path, map_location=device, weights_only=False)
-        cfg = ModelConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["config"].items()})
-        model = CostModel(cfg).to(device)
-        model.load_state_dict(blob["state"])
+        model = (Ensemble([_member(b, device) for b in blob["members"]]) if "members" in blob
+                 else _member(blob, device))
     except (OSError, RuntimeError, KeyError, TypeError, EOFError) as err:
         raise CostModelError(f"cannot read cost model {path}: {err}") from None
-    if cfg.comp_features != COMP_FEATURES:
-        raise CostModelError(f"cost model {path} reads {cfg.comp_features} features, this llmopt makes "
+    if model.cfg.comp_features != COMP_FEATURES:
+        raise CostModelError(f"cost model {path} reads {model.cfg.comp_features} features, this llmopt makes "
                              f"{COMP_FEATURES}: retrain it")
     model.eval()
     return model, blob.get("meta", {})

@@ -77,7 +77,8 @@ class TrainConfig:
     max_lr: float = 1e-3
     weight_decay: float = 0.0075
     fractions: tuple[float, float] = (0.6, 0.2)  # train, validation; the rest tests
-    seed: int = 0
+    seed: int = 0  # the split's seed; also the weights' and the shuffling's unless `init_seed` is set
+    init_seed: int | None = None  # another initialization and batch order on the same split (an ensemble's members)
     device: str = "cpu"
     threads: int = 1  # torch CPU threads: more only spin against each other on a shared, busy machine
     rank_weight: float = 0.0  # weight of `rank_loss` beside `loss` (0: that loss alone, as the paper)
@@ -85,6 +86,11 @@ class TrainConfig:
     min_baseline_ms: float = 0.0  # drop programs whose original schedule runs faster than this (every split)
     loss: str = "mape"  # "mape" (the paper's) or "log" (`model.log_error`), beside `rank_weight` x rank loss
     model: ModelConfig = field(default_factory=ModelConfig)
+
+    @property
+    def weights_seed(self) -> int:
+        """The seed of the initial weights and the batch order (`seed` unless `init_seed` is given)."""
+        return self.seed if self.init_seed is None else self.init_seed
 
 
 def _draw(program_hash: str, seed: int) -> float:
@@ -234,7 +240,7 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, steps_per_epoch: int):
         if cfg.device == "cpu":
             torch.set_num_threads(cfg.threads)  # 2 threads on a busy 2-core machine run ~50x slower than 1
-        torch.manual_seed(cfg.seed)
+        torch.manual_seed(cfg.weights_seed)
         self.cfg = cfg
         self.model = CostModel(cfg.model).to(cfg.device)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.max_lr, weight_decay=cfg.weight_decay)
@@ -251,7 +257,8 @@ class Trainer:
                 **({"weight_decay": self.cfg.weight_decay} if self.cfg.weight_decay != TrainConfig.weight_decay else {}),
                 **({"train_share": self.cfg.train_share} if self.cfg.train_share < 1.0 else {}),
                 **({"min_baseline_ms": self.cfg.min_baseline_ms} if self.cfg.min_baseline_ms else {}),
-                **({"loss": self.cfg.loss} if self.cfg.loss != "mape" else {})}
+                **({"loss": self.cfg.loss} if self.cfg.loss != "mape" else {}),
+                **({"init_seed": self.cfg.init_seed} if self.cfg.init_seed is not None else {})}
 
     def state(self) -> dict:
         return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "sched": self.sched.state_dict(),
@@ -273,7 +280,8 @@ def _checkpoint(path: Path, trainer: Trainer) -> None:
 
 
 def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) -> dict:
-    return {"data": data, "fractions": list(cfg.fractions), "seed": cfg.seed, "history": history,
+    return {"data": data, "fractions": list(cfg.fractions), "seed": cfg.seed, "init_seed": cfg.weights_seed,
+            "history": history,
             "loss": cfg.loss, "rank_weight": cfg.rank_weight, "min_baseline_ms": cfg.min_baseline_ms,
             "programs": {s: sorted(set(sets[s].programs)) for s in SPLITS},
             "samples": {s: len(sets[s].trees) for s in SPLITS}}
@@ -312,7 +320,7 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
     if (out / "last.pt").exists():
         trainer.load(torch.load(out / "last.pt", map_location=cfg.device, weights_only=False), out / "last.pt")
         log(f"resuming at epoch {trainer.epoch}")
-    rng = np.random.default_rng(cfg.seed + trainer.epoch)
+    rng = np.random.default_rng(cfg.weights_seed + trainer.epoch)
     while trainer.epoch < cfg.epochs:
         loss = train_epoch(trainer.model, sets["train"], trainer.opt, trainer.sched, cfg, rng)
         val, val_pick = scores(trainer.model, sets["validation"])
@@ -352,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
     p.add_argument("--lr", type=float, default=TrainConfig.max_lr, help="one-cycle maximum learning rate")
     p.add_argument("--weight-decay", type=float, default=TrainConfig.weight_decay, help="AdamW weight decay (A.1's)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="the split's seed (and the weights' unless --init-seed)")
+    p.add_argument("--init-seed", type=int, default=None,
+                   help="initial weights and batch order from this seed, on --seed's split (an ensemble's members)")
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--tiny", action="store_true", help="the small test model instead of A.1's sizes")
@@ -374,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
                       device=args.device, threads=args.threads, model=ModelConfig.tiny() if args.tiny else ModelConfig(),
                       rank_weight=args.rank_weight, weight_decay=args.weight_decay,
                       train_share=args.train_share, min_baseline_ms=args.min_baseline_ms,
-                      loss=args.loss)
+                      loss=args.loss, init_seed=args.init_seed)
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     if args.normalize:
