@@ -429,6 +429,23 @@ def test_beam_model_answers_a_legal_verified_schedule_never_slower(measurer, tmp
     assert 0 < res.measure_seconds <= res.search_seconds
 
 
+def test_verification_stops_timing_a_candidate_twice_slower_than_the_best(measurer, monkeypatch):
+    """The searches that pick without running time their candidates with the cut-off of the searches that
+    run (`CUT_FACTOR` x the best so far): a lost candidate costs one run, not `repeats`."""
+    from llmopt.poly.search import CUT_FACTOR, verified
+
+    cutoffs, real = [], measurer.measure
+
+    def recording(prog, sched, cutoff=None):
+        cutoffs.append(cutoff)
+        return real(prog, sched, cutoff=cutoff)
+
+    monkeypatch.setattr(measurer, "measure", recording)
+    prog = benchmark("gemm", small=True)
+    res = verified(prog, measurer, lambda legality, deadline: [Schedule((Parallel("S0", 0),))], 30, 0.01)
+    assert cutoffs == [pytest.approx(CUT_FACTOR * res.baseline_seconds)]
+
+
 def test_beam_model_agent_verifies_the_agents_walk_beside_the_predictions(measurer, tmp_path):
     from llmopt.poly.actions import ACTIONS, NEXT
     from llmopt.poly.agent.model import ActorCritic

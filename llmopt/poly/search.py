@@ -233,12 +233,14 @@ def greedy(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, dept
 def _measure(prog: Program, measurer: Measurer, candidates: list[Schedule], res: SearchResult,
              min_gain: float, t0: float) -> None:
     """Measure the candidates; keep one only when it really is faster.  The identity is the baseline
-    itself: timed again it could only "win" by noise (it did, 1.09x on heat3d), so it is skipped."""
+    itself: timed again it could only "win" by noise (it did, 1.09x on heat3d), so it is skipped.  A
+    candidate's timing stops at its first run `CUT_FACTOR` times slower than the best so far, as in the
+    searches with execution: it has lost, and its other runs would only make verifying cost more."""
     for sched in candidates:
         if not sched.transforms:
             continue
         start = time.monotonic()
-        got = measurer.measure(prog, sched)
+        got = measurer.measure(prog, sched, cutoff=CUT_FACTOR * res.seconds)
         res.evaluations += 1
         res.measure_seconds += time.monotonic() - start
         if got.get("ok") and got["seconds"] < res.seconds * (1 - min_gain):
