@@ -54,7 +54,13 @@ from llmopt.outputs import write_atomic
 from llmopt.poly.benchmarks import NAMES, benchmark
 from llmopt.poly.costmodel.data import load_rows, program_schedules
 from llmopt.poly.costmodel.model import load_model, predict_many
-from llmopt.poly.costmodel.search import DEFAULT_VERIFY, beam_model, cached_model
+from llmopt.poly.costmodel.search import (
+    CANDIDATE_RULES,
+    DEFAULT_CANDIDATES,
+    DEFAULT_VERIFY,
+    beam_model,
+    cached_model,
+)
 from llmopt.poly.costmodel.train import MIN_SPEEDUP, TrainConfig, featurize_rows, split_of
 from llmopt.poly.measure import Measurer, machine_id
 from llmopt.poly.schedule import Schedule
@@ -79,6 +85,7 @@ class EvalConfig:
     threads: int = 2
     with_agent: bool = False  # also "beam-model-agent": BSM with the Pearl agent's walk verified beside it
     bse_reference: str | None = None  # BSE's answers kept in this file and reused (`reference_bse`)
+    candidates: str = DEFAULT_CANDIDATES  # which predictions BSM times (`search.verify_candidates`)
 
     def settings(self) -> dict:
         d = asdict(self)
@@ -140,12 +147,13 @@ def bench_one(name: str, cfg: EvalConfig, log=print) -> dict:
     bse = reference_bse(name, prog, cfg, log)
     cached_model(cfg.model)  # loaded before BSM's clock starts
     runs = {}
-    searches = [("bsm", beam_model, {"model_path": cfg.model, "verify": cfg.verify})]
+    picking = {"model_path": cfg.model, "verify": cfg.verify, "candidates": cfg.candidates}
+    searches = [("bsm", beam_model, picking)]
     if cfg.with_agent:
         from llmopt.poly.agent.policy import cached_policy
 
         cached_policy()  # loaded before the clock starts, as the cost model is
-        searches.append(("bsma", beam_model, {"model_path": cfg.model, "verify": cfg.verify, "with_agent": True}))
+        searches.append(("bsma", beam_model, {**picking, "with_agent": True}))
     for label, search, options in searches:
         m = _fresh(cfg)
         try:
@@ -279,10 +287,14 @@ def _fmt(x: float | None, spec: str, unit: str = "") -> str:
     return "n/a" if x is None else format(x, spec) + unit
 
 
+_PICKED = {"best": "the best over the search", "per-depth": "each depth's best first"}
+
+
 def markdown(summary: dict, rows: list[dict], settings: dict) -> str:
     lines = ["# Cost model: MAPE and beam search with the model (BSM) vs with execution (BSE)", "",
              f"Width {settings['width']}, depth {settings['depth']}, budget {settings['budget_seconds']:g} s, "
-             f"BSM verifies its {settings['verify']} best predictions; {settings['repeats']} timed runs, "
+             f"BSM verifies {settings['verify']} predictions ({_PICKED[settings.get('candidates', 'best')]}); "
+             f"{settings['repeats']} timed runs, "
              f"{settings['threads']} threads; {'test' if settings['small'] else 'measured'} sizes. A benchmark's "
              f"MAPE is on {settings['schedules']} random legal schedules timed as the training data is (in "
              f"alternation with the original, {settings.get('mape_repeats', 10)} runs a side).", "",
@@ -384,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--width", type=int, default=DEFAULT_WIDTH)
     p.add_argument("--depth", type=int, default=DEFAULT_DEPTH)
     p.add_argument("--verify", type=int, default=DEFAULT_VERIFY)
+    p.add_argument("--candidates", choices=CANDIDATE_RULES, default=DEFAULT_CANDIDATES,
+                   help="which predictions BSM times: the best over the search, or each depth's best first")
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--with-agent", action="store_true",
@@ -400,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         raise LlmoptError(f"unknown benchmarks {bad}; choose from {', '.join(NAMES)}")
     cfg = EvalConfig(a.model, a.data, names, a.small, a.schedules, a.mape_repeats, a.budget_seconds, a.width,
-                     a.depth, a.verify, a.repeats, a.threads, a.with_agent, a.bse_reference)
+                     a.depth, a.verify, a.repeats, a.threads, a.with_agent, a.bse_reference, a.candidates)
     print(json.dumps(run_eval(cfg, a.out)))
     return 0
 

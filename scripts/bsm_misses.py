@@ -1,6 +1,6 @@
 """Where beam search with the model (BSM) loses the schedule beam search with execution (BSE) found.
 
-    python scripts/bsm_misses.py docs/results/costmodel/bse-900s.json [--model PATH] [--out FILE.json]
+    python scripts/bsm_misses.py docs/results/costmodel/bse-900s.json [--model PATH] [--out FILE.json] [--candidates RULE]
 
 For each benchmark of a BSE reference file (`eval.costmodel_eval --bse-reference`), BSE's answer is a path of
 actions from the original schedule.  BSM (`model_search`, the same width and depth) is replayed on predictions
@@ -25,7 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmopt.poly.benchmarks import benchmark  # noqa: E402
 from llmopt.poly.costmodel.data import state_key  # noqa: E402
-from llmopt.poly.costmodel.search import cached_model, model_search, rank_by_model  # noqa: E402
+from llmopt.poly.costmodel.search import (  # noqa: E402
+    CANDIDATE_RULES,
+    DEFAULT_CANDIDATES,
+    cached_model,
+    model_search,
+    rank_by_model,
+)
 from llmopt.poly.legality import Legality  # noqa: E402
 from llmopt.poly.schedule import Schedule, state  # noqa: E402
 from llmopt.poly.search import notation  # noqa: E402
@@ -36,11 +42,12 @@ def _rank(legality: Legality, scored: list, predicted: float) -> int:
     return 1 + sum(1 for p, s in scored if p > predicted and legality.is_legal(s))
 
 
-def diagnose(name: str, bse: dict, settings: dict, model) -> dict:
+def diagnose(name: str, bse: dict, settings: dict, model, candidates: str = DEFAULT_CANDIDATES) -> dict:
     """BSE's path on benchmark `name` placed in BSM's replayed beam (module docstring)."""
     prog = benchmark(name, settings["small"])
     legality, levels = Legality(prog), []
-    found = model_search(prog, legality, model, settings["width"], settings["depth"], levels=levels)
+    found = model_search(prog, legality, model, settings["width"], settings["depth"], levels=levels,
+                         candidates=candidates)
     target = Schedule.from_list(bse["transforms"])
 
     def keys(schedules) -> set:
@@ -74,12 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("reference", help="a BSE reference file (eval.costmodel_eval --bse-reference)")
     p.add_argument("--model", default=None, help="cost model (default: the shipped one)")
     p.add_argument("--out", default=None, help="also write the diagnosis here as JSON")
+    p.add_argument("--candidates", choices=CANDIDATE_RULES, default=DEFAULT_CANDIDATES,
+                   help="which predictions BSM verifies (as eval.costmodel_eval --candidates)")
     a = p.parse_args(argv)
     ref = json.loads(Path(a.reference).read_text())
     model = cached_model(a.model)
     out = []
     for name, bse in ref["rows"].items():
-        d = diagnose(name, bse, ref["settings"], model)
+        d = diagnose(name, bse, ref["settings"], model, a.candidates)
         out.append(d)
         print(f"{name}: BSE {d['bse_speedup']:.2f}x `{d['bse_schedule']}`; verified by BSM: {d['verified']}; "
               f"leaves BSM's beam at depth {d['path_leaves_beam_at'] or '-'}")

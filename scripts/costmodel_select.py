@@ -11,7 +11,9 @@ original (`Measurer.paired`, memoized in the user's timing cache, so a schedule 
 once), the answer the fastest of them or the original (as `verified` keeps it).  A program's score is that
 answer's speedup over the best speedup measured for it in the data (a greedy search's label or the best of
 its random schedules; above 1 when the model finds better); a model's score is the geometric mean over the
-programs, beside Table 2's form, the mean of 1 - ratio.
+programs, beside Table 2's form, the mean of 1 - ratio (and that with ratios capped at 1: one find 40x past
+the data's best would otherwise outweigh every loss).  `--out` is written after every program, and a rerun
+into it resumes: a model's answer already there is kept.
 
 Programs: those of `--split` (the models' own split: they must share it, `train --seed`) in the folders,
 running at least `--min-baseline-ms`, with a measured best of at least `--min-best` (where nothing gains,
@@ -33,13 +35,22 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmopt.harness.cache import DEFAULT_CACHE_DIR, open_cache, scratch_cache  # noqa: E402
+from llmopt.outputs import atomic_target  # noqa: E402
 from llmopt.poly.costmodel.data import load_rows  # noqa: E402
-from llmopt.poly.costmodel.search import DEFAULT_VERIFY, cached_model, model_search  # noqa: E402
+from llmopt.poly.costmodel.search import (  # noqa: E402
+    CANDIDATE_RULES,
+    DEFAULT_CANDIDATES,
+    DEFAULT_VERIFY,
+    cached_model,
+    model_search,
+)
 from llmopt.poly.costmodel.train import split_of  # noqa: E402
 from llmopt.poly.legality import Legality  # noqa: E402
 from llmopt.poly.measure import Measurer  # noqa: E402
 from llmopt.poly.program import program_from_dict  # noqa: E402
 from llmopt.poly.search import DEFAULT_DEPTH, DEFAULT_MIN_GAIN, DEFAULT_WIDTH, notation  # noqa: E402
+
+SLOWER = 2.0  # a candidate 2x slower than the original in its first round is not timed again: it cannot win
 
 
 def held_out_programs(folders: list[str], split: str, metas: list[dict], min_ms: float, min_best: float,
@@ -65,23 +76,29 @@ def held_out_programs(folders: list[str], split: str, metas: list[dict], min_ms:
     return picked[:limit] if limit else picked
 
 
-def search_one(prog, model, measurer: Measurer, verify: int) -> dict:
+def search_one(prog, model, measurer: Measurer, verify: int, candidates: str = DEFAULT_CANDIDATES) -> dict:
     """BSM's answer on `prog`: its candidates on predictions, each timed; the fastest, or the original."""
     t0 = time.monotonic()
-    found = model_search(prog, Legality(prog), model, DEFAULT_WIDTH, DEFAULT_DEPTH, verify)
+    found = model_search(prog, Legality(prog), model, DEFAULT_WIDTH, DEFAULT_DEPTH, verify, candidates=candidates)
     model_seconds = time.monotonic() - t0
     answer, speedup = "identity", 1.0
     for sched in found:
-        got = measurer.paired(prog, sched)
+        got = measurer.paired(prog, sched, slower=SLOWER)
         if got.get("ok") and got["speedup"] > speedup * (1 + DEFAULT_MIN_GAIN):
             answer, speedup = notation(sched), float(got["speedup"])
     return {"schedule": answer, "speedup": speedup, "model_seconds": model_seconds}
 
 
-def label(path: str) -> str:
-    """A short name for a model file: its folder for train's OUT/costmodel.pt, else its stem."""
+def label(entry: str) -> str:
+    """A short name for a model file: its folder for train's OUT/costmodel.pt, else its stem (and the rule)."""
+    path, _, rule = entry.partition("@")
     p = Path(path)
-    return p.parent.name if p.name == "costmodel.pt" else p.stem
+    return (p.parent.name if p.name == "costmodel.pt" else p.stem) + (f"@{rule}" if rule else "")
+
+
+def entries(models: list[str], rules: list[str]) -> list[tuple[str, str, str]]:
+    """(key, model file, rule) of every model under every candidate rule; the default rule's key is the file."""
+    return [(m if r == DEFAULT_CANDIDATES else f"{m}@{r}", m, r) for m in models for r in rules]
 
 
 def summarize(rows: list[dict], models: list[str]) -> dict:
@@ -90,8 +107,24 @@ def summarize(rows: list[dict], models: list[str]) -> dict:
         ratios = np.array([r["models"][m]["speedup"] / r["best"] for r in rows])
         out[m] = {"geomean_ratio": float(np.exp(np.mean(np.log(ratios)))) if len(ratios) else math.nan,
                   "degradation_pct": float(100 * np.mean(1 - ratios)) if len(ratios) else math.nan,
+                  # a find 40x past the data's best would otherwise outweigh every loss
+                  "degradation_capped_pct": float(100 * np.mean(1 - np.minimum(ratios, 1))) if len(ratios) else math.nan,
                   "within_10pct": int(np.sum(ratios >= 0.9)), "programs": len(ratios)}
     return out
+
+
+def finished_rows(out: str | None) -> dict[str, dict]:
+    """{program hash: {model: answer}} of an earlier run into `out` (nothing when there is none)."""
+    if not out or not Path(out).is_file():
+        return {}
+    return {r["hash"]: r["models"] for r in json.loads(Path(out).read_text()).get("rows", [])}
+
+
+def write(out: str, settings: dict, rows: list[dict]) -> None:
+    models = list(rows[0]["models"]) if rows else []
+    with atomic_target(out) as tmp:
+        tmp.write_text(json.dumps({"settings": settings, "summary": summarize(rows, models), "rows": rows},
+                                  indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-best", type=float, default=1.5, help="only programs where the data measured this gain")
     p.add_argument("--limit", type=int, default=None, help="at most this many programs (first by hash)")
     p.add_argument("--verify", type=int, default=DEFAULT_VERIFY, help="candidates timed per search")
+    p.add_argument("--candidates", nargs="+", default=[DEFAULT_CANDIDATES], choices=CANDIDATE_RULES,
+                   help="which predictions a search times (search.verify_candidates); several compare them")
     p.add_argument("--repeats", type=int, default=10, help="timed runs per paired measurement")
     p.add_argument("--out", default=None, help="also write the rows and the summary here as JSON")
     a = p.parse_args(argv)
@@ -112,20 +147,20 @@ def main(argv: list[str] | None = None) -> int:
     progs = held_out_programs(a.data, a.split, metas, a.min_baseline_ms, a.min_best, a.limit)
     print(f"{len(progs)} {a.split} programs", file=sys.stderr)
     measurer = Measurer(open_cache(DEFAULT_CACHE_DIR / "poly.sqlite") or scratch_cache(), a.repeats, threads=2)
-    rows = []
+    done, rows = finished_rows(a.out), []
     try:
         for k, entry in enumerate(progs):
-            prog = program_from_dict(entry["program"])
-            got = {m: search_one(prog, cached_model(m), measurer, a.verify) for m in a.models}
+            prog, before = program_from_dict(entry["program"]), done.get(entry["hash"], {})
+            got = {key: before.get(key) or search_one(prog, cached_model(m), measurer, a.verify, rule)
+                   for key, m, rule in entries(a.models, a.candidates)}
             rows.append({k: v for k, v in entry.items() if k != "program"} | {"models": got})
             print(f"[{k + 1}/{len(progs)}] {entry['hash'][:10]} best {entry['best']:.2f}x: "
                   + ", ".join(f"{label(m)} {g['speedup']:.2f}x" for m, g in got.items()), file=sys.stderr)
+            if a.out:  # after every program: a killed run keeps what it timed, and a rerun resumes
+                write(a.out, vars(a), rows)
     finally:
         measurer.close()
-    summary = summarize(rows, a.models)
-    print(json.dumps(summary, indent=1))
-    if a.out:
-        Path(a.out).write_text(json.dumps({"settings": vars(a), "summary": summary, "rows": rows}, indent=1) + "\n")
+    print(json.dumps(summarize(rows, [key for key, _, _ in entries(a.models, a.candidates)]), indent=1))
     return 0
 
 

@@ -166,3 +166,7 @@ def test_costmodel_select_searches_held_out_programs_and_times_the_answers(model
     assert summary["programs"] == len(hashes) and 0 <= summary["within_10pct"] <= len(hashes)
     ratios = [a["speedup"] / r["best"] for a, r in zip(answers, got["rows"], strict=True)]
     assert summary["geomean_ratio"] == pytest.approx(math.exp(sum(map(math.log, ratios)) / len(ratios)))
+    monkeypatch.setattr(costmodel_select, "search_one", lambda *_: pytest.fail("a finished answer searched again"))
+    assert costmodel_select.main([str(model), "--data", str(data), "--split", "test", "--min-baseline-ms", "0",
+                                  "--min-best", "0", "--out", str(out)]) == 0  # resumes: every answer is there
+    assert json.loads(out.read_text())["rows"] == got["rows"]

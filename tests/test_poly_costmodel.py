@@ -553,6 +553,27 @@ def test_lazy_legality_picks_what_checking_everything_first_picks(monkeypatch):
     assert skipped_some, "some best-predicted children were illegal and skipped"
 
 
+def test_per_depth_candidates_time_each_depths_best_before_the_deeper_favourites():
+    """`verify_candidates`: "best" times the top predictions of the whole search; "per-depth" times each
+    depth's best first, so a one-step win outranked by deeper predictions is measured too."""
+    from llmopt.poly.costmodel.search import verify_candidates
+    from llmopt.poly.legality import Legality
+
+    prog = benchmark("gemm", small=True)
+    one = Schedule((Parallel("S0", 0),))
+    two = [Schedule((Parallel("S0", 0), Tile("S1", 0, (32, 32)))), Schedule((Parallel("S0", 0), Unroll("S1", 2, 4))),
+           Schedule((Parallel("S0", 0), Unroll("S1", 2, 2)))]
+    legality = Legality(prog)
+    assert all(legality.is_legal(s) for s in [one, *two])
+    levels = [[(1.5, one)], [(3.0, two[0]), (2.5, two[1]), (2.0, two[2])]]
+    assert verify_candidates(legality, levels, 2, "best") == two[:2]
+    assert verify_candidates(legality, levels, 2, "per-depth") == [two[0], one]  # each depth's best, best first
+    assert verify_candidates(legality, levels, 3, "per-depth") == [two[0], two[1], one]
+    assert verify_candidates(legality, levels, 9, "per-depth") == verify_candidates(legality, levels, 9, "best")
+    with pytest.raises(ValueError, match="unknown candidate rule"):
+        verify_candidates(legality, levels, 2, "worst")
+
+
 def test_unscorable_children_are_skipped_not_fatal(monkeypatch):
     from llmopt.poly.costmodel import features
     from llmopt.poly.costmodel.search import model_search

@@ -54,6 +54,11 @@ from llmopt.poly.search import (
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "data" / "costmodel.pt"
 DEFAULT_VERIFY = 4
+# Which predictions a search verifies: "best", the `verify` best over the whole search; "per-depth", the best
+# of each depth first (then the best of the rest), so a one-step win the deeper, higher predictions outrank
+# is timed too (`verify_candidates`).
+CANDIDATE_RULES = ("best", "per-depth")
+DEFAULT_CANDIDATES = "best"
 _models: dict[str, object] = {}
 
 
@@ -119,19 +124,36 @@ def legal_best(legality: Legality, ranked: list[tuple[float, Schedule]], count: 
     return out
 
 
+def verify_candidates(legality: Legality, per_level: list[list[tuple[float, Schedule]]], verify: int,
+                      rule: str = DEFAULT_CANDIDATES) -> list[Schedule]:
+    """The schedules a search times, from each level's (prediction, child) best first: the `verify` best
+    legal ones over all levels ("best"), or the best legal one of each level, then the best of the rest
+    ("per-depth"; doitgen: the one interchange worth 11.6x is the model's first choice at depth 1, and the
+    deeper schedules built on other moves are predicted higher and measure ~1x)."""
+    if rule not in CANDIDATE_RULES:
+        raise ValueError(f"unknown candidate rule {rule!r}: one of {', '.join(CANDIDATE_RULES)}")
+    ranked = sorted((pair for scored in per_level for pair in scored), key=lambda pair: -pair[0])
+    if rule == "best":
+        return legal_best(legality, ranked, verify)
+    firsts = [s for scored in per_level for s in legal_best(legality, scored, 1)][:verify]
+    rest = legal_best(legality, [p for p in ranked if p[1] not in firsts], verify - len(firsts))
+    return sorted(firsts + rest, key=lambda s: -next(p for p, c in ranked if c == s))
+
+
 def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_WIDTH, depth: int = DEFAULT_DEPTH,
                  verify: int = DEFAULT_VERIFY, deadline: float = math.inf,
-                 log: Callable[[str], None] | None = None, levels: list | None = None) -> list[Schedule]:
-    """The beam search on predictions alone: the `verify` best-predicted legal schedules it met,
-    best first.  Every applicable child is scored; legality is checked only for the beam's `width`
-    best per level and the final `verify` (`legal_best`), the same answer as checking them all.
-    `levels`, when given, receives each level's (scored children, next frontier): what a diagnosis of
-    the search (`scripts/bsm_misses.py`) replays."""
+                 log: Callable[[str], None] | None = None, levels: list | None = None,
+                 candidates: str = DEFAULT_CANDIDATES) -> list[Schedule]:
+    """The beam search on predictions alone: the `verify` legal schedules it met that `candidates`
+    picks (`verify_candidates`), best predicted first.  Every applicable child is scored; legality is
+    checked only for the beam's `width` best per level and the final `verify` (`legal_best`), the same
+    answer as checking them all.  `levels`, when given, receives each level's (scored children, next
+    frontier): what a diagnosis of the search (`scripts/bsm_misses.py`) replays."""
     t0 = time.monotonic()
-    frontier, seen, ranked = [Schedule()], {state_key(state(prog, Schedule()))}, []
+    frontier, seen, per_level = [Schedule()], {state_key(state(prog, Schedule()))}, []
     for level in range(1, depth + 1):
         scored = scored_children(prog, model, frontier, seen, deadline)
-        ranked = sorted(ranked + scored, key=lambda pair: -pair[0])
+        per_level.append(scored)
         if level < depth and scored and time.monotonic() <= deadline:
             frontier = legal_best(legality, scored, width)
         if levels is not None:
@@ -142,14 +164,14 @@ def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_
                 f"{legality.computed} legality checks so far, {time.monotonic() - t0:.1f} s")
         if not scored or time.monotonic() > deadline:
             break
-    return legal_best(legality, ranked, verify)
+    return verify_candidates(legality, per_level, verify, candidates)
 
 
 def beam_model(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, width: int = DEFAULT_WIDTH,
                depth: int = DEFAULT_DEPTH, verify: int = DEFAULT_VERIFY, min_gain: float = DEFAULT_MIN_GAIN,
                model_path: str | os.PathLike | None = None, with_agent: bool = False,
-               policy_path: str | os.PathLike | None = None, log: Callable[[str], None] | None = None
-               ) -> SearchResult:
+               policy_path: str | os.PathLike | None = None, log: Callable[[str], None] | None = None,
+               candidates: str = DEFAULT_CANDIDATES) -> SearchResult:
     """Beam search scored by the cost model, the top `verify` predictions measured (module docstring).
     `with_agent` ("beam-model-agent"): the Pearl agent's greedy walk (`AgentPolicy.walk`, its schedule at
     each branch it left) is verified beside them: the model ranks parallel schedules badly
@@ -162,7 +184,7 @@ def beam_model(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, 
         policy = cached_policy(policy_path)
 
     def pick(legality: Legality, deadline: float) -> list[Schedule]:
-        found = model_search(prog, legality, model, width, depth, verify, deadline, log)
+        found = model_search(prog, legality, model, width, depth, verify, deadline, log, candidates=candidates)
         if policy is not None:
             keys = {json.dumps(s.key()) for s in found}
             found += [s for s in policy.walk(prog, measurer)[::-1] if json.dumps(s.key()) not in keys]
