@@ -1,7 +1,7 @@
 """Which cost model searches best: beam search with the model on held-out programs, its answers timed.
 
     python scripts/costmodel_select.py MODEL [MODEL...] --data FOLDER [FOLDER...] [--split validation]
-        [--min-baseline-ms 5] [--min-best 1.5] [--limit N] [--out FILE.json]
+        [--min-baseline-ms 5] [--min-best 1.5] [--limit N] [--candidates best per-depth] [--out FILE.json]
 
 Why: a model's MAPE and its pick ratio among a program's measured schedules did not tell which of several
 models finds the benchmarks' big wins (docs/results/costmodel/sweep-27/: the lowest MAPE searched worst).
@@ -102,6 +102,8 @@ def entries(models: list[str], rules: list[str]) -> list[tuple[str, str, str]]:
 
 
 def summarize(rows: list[dict], models: list[str]) -> dict:
+    """Per model (entry key): the geometric mean of answer / data's best, Table 2's mean of 1 - it (also with
+    gains capped), and how many answers came within 10% of the best."""
     out = {}
     for m in models:
         ratios = np.array([r["models"][m]["speedup"] / r["best"] for r in rows])
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             prog, before = program_from_dict(entry["program"]), done.get(entry["hash"], {})
             got = {key: before.get(key) or search_one(prog, cached_model(m), measurer, a.verify, rule)
                    for key, m, rule in entries(a.models, a.candidates)}
-            rows.append({k: v for k, v in entry.items() if k != "program"} | {"models": got})
+            rows.append({name: v for name, v in entry.items() if name != "program"} | {"models": got})
             print(f"[{k + 1}/{len(progs)}] {entry['hash'][:10]} best {entry['best']:.2f}x: "
                   + ", ".join(f"{label(m)} {g['speedup']:.2f}x" for m, g in got.items()), file=sys.stderr)
             if a.out:  # after every program: a killed run keeps what it timed, and a rerun resumes
