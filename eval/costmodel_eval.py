@@ -287,13 +287,10 @@ def _fmt(x: float | None, spec: str, unit: str = "") -> str:
     return "n/a" if x is None else format(x, spec) + unit
 
 
-_PICKED = {"best": "the best over the search", "per-depth": "each depth's best first"}
-
-
 def markdown(summary: dict, rows: list[dict], settings: dict) -> str:
     lines = ["# Cost model: MAPE and beam search with the model (BSM) vs with execution (BSE)", "",
              f"Width {settings['width']}, depth {settings['depth']}, budget {settings['budget_seconds']:g} s, "
-             f"BSM verifies {settings['verify']} predictions ({_PICKED[settings.get('candidates', 'best')]}); "
+             f"BSM verifies {settings['verify']} predictions ({CANDIDATE_RULES[settings.get('candidates', 'best')]}); "
              f"{settings['repeats']} timed runs, "
              f"{settings['threads']} threads; {'test' if settings['small'] else 'measured'} sizes. A benchmark's "
              f"MAPE is on {settings['schedules']} random legal schedules timed as the training data is (in "
@@ -396,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--width", type=int, default=DEFAULT_WIDTH)
     p.add_argument("--depth", type=int, default=DEFAULT_DEPTH)
     p.add_argument("--verify", type=int, default=DEFAULT_VERIFY)
-    p.add_argument("--candidates", choices=CANDIDATE_RULES, default=DEFAULT_CANDIDATES,
+    p.add_argument("--candidates", choices=list(CANDIDATE_RULES), default=DEFAULT_CANDIDATES,
                    help="which predictions BSM times: the best over the search, or each depth's best first")
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--threads", type=int, default=2)

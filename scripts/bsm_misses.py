@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("reference", help="a BSE reference file (eval.costmodel_eval --bse-reference)")
     p.add_argument("--model", default=None, help="cost model (default: the shipped one)")
     p.add_argument("--out", default=None, help="also write the diagnosis here as JSON")
-    p.add_argument("--candidates", choices=CANDIDATE_RULES, default=DEFAULT_CANDIDATES,
+    p.add_argument("--candidates", choices=list(CANDIDATE_RULES), default=DEFAULT_CANDIDATES,
                    help="which predictions BSM verifies (as eval.costmodel_eval --candidates)")
     a = p.parse_args(argv)
     ref = json.loads(Path(a.reference).read_text())

@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-best", type=float, default=1.5, help="only programs where the data measured this gain")
     p.add_argument("--limit", type=int, default=None, help="at most this many programs (first by hash)")
     p.add_argument("--verify", type=int, default=DEFAULT_VERIFY, help="candidates timed per search")
-    p.add_argument("--candidates", nargs="+", default=[DEFAULT_CANDIDATES], choices=CANDIDATE_RULES,
+    p.add_argument("--candidates", nargs="+", default=[DEFAULT_CANDIDATES], choices=list(CANDIDATE_RULES),
                    help="which predictions a search times (search.verify_candidates); several compare them")
     p.add_argument("--repeats", type=int, default=10, help="timed runs per paired measurement")
     p.add_argument("--out", default=None, help="also write the rows and the summary here as JSON")

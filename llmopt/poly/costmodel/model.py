@@ -203,6 +203,8 @@ class Ensemble(nn.Module):
         super().__init__()
         if not members:
             raise CostModelError("an ensemble needs at least one cost model")
+        if len({m.cfg.comp_features for m in members}) > 1:
+            raise CostModelError("the ensemble's members read different features: train them with one llmopt")
         self.members = nn.ModuleList(members)
         self.cfg = members[0].cfg
 

@@ -54,10 +54,9 @@ from llmopt.poly.search import (
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "data" / "costmodel.pt"
 DEFAULT_VERIFY = 4
-# Which predictions a search verifies: "best", the `verify` best over the whole search; "per-depth", the best
-# of each depth first (then the best of the rest), so a one-step win the deeper, higher predictions outrank
-# is timed too (`verify_candidates`).
-CANDIDATE_RULES = ("best", "per-depth")
+# Which predictions a search verifies (`verify_candidates`), each with what it picks: "per-depth" also times a
+# one-step win that the deeper, higher predictions outrank.
+CANDIDATE_RULES = {"best": "the best over the search", "per-depth": "each depth's best first"}
 DEFAULT_CANDIDATES = "best"
 _models: dict[str, object] = {}
 
@@ -135,9 +134,10 @@ def verify_candidates(legality: Legality, per_level: list[list[tuple[float, Sche
     ranked = sorted((pair for scored in per_level for pair in scored), key=lambda pair: -pair[0])
     if rule == "best":
         return legal_best(legality, ranked, verify)
+    predicted = {sched: p for p, sched in ranked}
     firsts = [s for scored in per_level for s in legal_best(legality, scored, 1)][:verify]
     rest = legal_best(legality, [p for p in ranked if p[1] not in firsts], verify - len(firsts))
-    return sorted(firsts + rest, key=lambda s: -next(p for p, c in ranked if c == s))
+    return sorted(firsts + rest, key=lambda s: -predicted[s])
 
 
 def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_WIDTH, depth: int = DEFAULT_DEPTH,
