@@ -176,6 +176,25 @@ def test_paired_stops_timing_a_much_slower_schedule_after_one_round(measurer):
     assert "stopped" not in measurer.paired(prog, sched, rounds=3, slower=1e9)
 
 
+def test_side_by_side_times_every_schedule_in_the_same_rounds_and_never_memoizes(measurer):
+    from llmopt.poly.measure import round_ratio
+
+    prog = benchmark("doitgen", small=True)
+    sched = program_schedules(prog, measurer.legality(prog), 2, seed=1)[1]
+    runs = measurer.runs
+    got = measurer.side_by_side(prog, [Schedule(), sched], rounds=3)
+    assert len(got["baseline"]) == 3 and all(t > 0 for t in got["baseline"])
+    identity, other = got["schedules"]
+    assert identity["ok"] and other["ok"] and len(identity["rounds"]) == len(other["rounds"]) == 3
+    assert other["speedup"] == round_ratio(got["baseline"], other["rounds"]) > 0
+    assert 0.2 < identity["speedup"] < 5  # the original against itself: noise, not a schedule
+    assert round_ratio([2.0, 9.0, 3.0], [1.0, 1.0, 1.0]) == 3.0  # a median: one skewed round does not move it
+    before = measurer.runs
+    assert before - runs >= 3 * 3  # the original and both schedules, every round
+    measurer.side_by_side(prog, [sched], rounds=3)
+    assert measurer.runs - before >= 2 * 3  # timed again: an independent measurement each call
+
+
 def test_a_folder_from_before_a_setting_existed_resumes_with_its_default(data_dir, tmp_path):
     old = tmp_path / "old"
     shutil.copytree(data_dir, old)

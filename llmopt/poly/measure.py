@@ -21,6 +21,8 @@ runs each, and the speedup is the median of the per-round ratios (minimum times 
 a shared 2-core machine the minimum of 10 runs of one binary varied up to 2.8x between calls a few
 seconds apart (load from other jobs), so two times taken seconds apart make a noisy ratio; a burst
 that slows one round slows both sides of its ratio, and the median drops the rounds it skews.
+`side_by_side(program, schedules, rounds)` does the same for several schedules at once (the original,
+then each schedule, every round), unmemoized: two searches' answers compared in the same rounds.
 
 `Measurer(quiet=c)` guards every timed run against other work (`llmopt.poly.cpu_watch`): a run
 during which other processes used more than `c` cores is thrown away, the measurer waits until the
@@ -246,6 +248,46 @@ class Measurer:
                         "stopped": True}  # not "cut": that marks a time below a cut-off (_cached)
         return {"ok": True, "speedup": float(np.median(ratios)), "seconds": min(got_t), "baseline_seconds": min(base_t)}
 
+    def side_by_side(self, prog: Program, schedules: list[Schedule], rounds: int = 5) -> dict:
+        """Several schedules of one program timed in the same rounds: each round runs the original, then
+        every schedule, `repeats / rounds` runs each.  Returns {"baseline": [seconds per round], "schedules":
+        [{"ok": True, "rounds": [seconds per round], "speedup"} or {"ok": False, "error"}]} in the order given;
+        compare two schedules by the median over rounds of their ratio (`round_ratio`), which a load burst
+        that slows one round slows on both sides.  Never memoized: it is for an independent measurement (the
+        answers of two searches, compared without the flattery of each search's own best timing)."""
+        reference = self.reference(prog)
+        base = self.executable(prog, Schedule(), O3_FLAGS)
+        exes: list[Path | None] = []
+        out: list[dict] = []
+        for sched in schedules:
+            exe = self.executable(prog, sched, schedule_flags(prog, sched)) if sched.transforms else base
+            error = ""
+            if isinstance(exe, str):
+                exe, error = None, exe
+            elif exe != base:  # outputs checked once, before the timed rounds
+                error = _failure(prog, reference, self.run(exe, 0, exe.with_suffix(".out")))
+            exes.append(None if error else exe)
+            out.append({"ok": False, "error": error} if error else {"ok": True, "rounds": []})
+        per, base_t = max(1, self.repeats // rounds), []
+        for _ in range(rounds):
+            b = self.run(base, per, None)
+            if not b.ok:
+                raise ProgramError(f"program {prog.name} failed while timed side by side: {b.error}")
+            base_t.append(b.seconds)
+            for exe, got in zip(exes, out, strict=True):
+                if exe is None or not got["ok"]:
+                    continue
+                run = self.run(exe, per, None)
+                if run.ok:
+                    got["rounds"].append(run.seconds)
+                else:
+                    got.clear()
+                    got.update({"ok": False, "error": run.error})
+        for got in out:
+            if got["ok"]:
+                got["speedup"] = round_ratio(base_t, got["rounds"])
+        return {"baseline": base_t, "schedules": out}
+
     def baseline_o3(self, prog: Program) -> dict:
         """The original program with plain -O3: the unoptimized time of every speedup."""
         key = self.key(prog, "o3", Schedule())
@@ -277,6 +319,12 @@ class Measurer:
 
     def close(self) -> None:
         self._tmp.cleanup()
+
+
+def round_ratio(slower: list[float], faster: list[float]) -> float:
+    """Median over rounds of slower / faster time (`Measurer.side_by_side`): how many times faster the
+    second side runs, each round's load shared by both."""
+    return float(np.median([s / max(f, 1e-12) for s, f in zip(slower, faster, strict=True)]))
 
 
 def schedule_flags(prog: Program, schedule: Schedule) -> list[str]:

@@ -1,0 +1,79 @@
+"""Several runs of `python -m eval.costmodel_eval` side by side: one line per group of runs (e.g. one
+setting of `--verify`, each run repeated), with every run's numbers and their mean.
+
+    python scripts/costmodel_runs.py verify4=runs/a/results.json,runs/b/results.json \\
+        verify2=runs/c/results.json --out docs/results/costmodel/verify-29/summary.json
+
+A single run of Table 2 moves by several points between repetitions on a shared machine (one benchmark's
+best schedule measures 15x in one run and 25x in the next), so settings are compared by the mean of
+repeated runs, each run's spread shown beside it.  Prints a markdown table; `--out` keeps the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from llmopt.errors import UsageError, run_main
+from llmopt.outputs import write_atomic
+
+# (summary key path, column title): the side-by-side degradation is the Table 2 figure (eval.costmodel_eval).
+COLUMNS = [(("search_speedup",), "search speedup, full cost"),
+           (("search_speedup_model_only",), "on predictions alone"),
+           (("degradation_pct",), "degradation, side by side"),
+           (("degradation_geomean_pct",), "1 - geomean ratio"),
+           (("search_timings", "degradation_pct"), "degradation, own timings")]
+
+
+def value(summary: dict, path: tuple[str, ...]) -> float | None:
+    for key in path:
+        summary = summary.get(key) if isinstance(summary, dict) else None
+    return summary
+
+
+def group_numbers(files: list[str]) -> dict:
+    """{column title: [each run's value]} and the runs' files and BSM settings (which must agree)."""
+    runs = [json.loads(Path(f).read_text()) for f in files]
+    settings = {json.dumps({k: r["config"].get(k) for k in ("verify", "candidates", "budget_seconds")}) for r in runs}
+    if len(settings) != 1:
+        raise UsageError(f"the runs {files} were made with different settings: {sorted(settings)}")
+    return {"files": files, "settings": json.loads(settings.pop()),
+            "columns": {title: [value(r, path) for r in runs] for path, title in COLUMNS}}
+
+
+def table(groups: dict[str, dict]) -> str:
+    def cell(xs: list) -> str:
+        xs = [x for x in xs if x is not None]
+        if not xs:
+            return "n/a"
+        each = " / ".join(f"{x:.1f}" for x in xs)
+        return f"**{np.mean(xs):.1f}** ({each})" if len(xs) > 1 else f"{xs[0]:.1f}"
+    lines = ["| group | runs | " + " | ".join(title for _, title in COLUMNS) + " |", "|" + "---|" * (len(COLUMNS) + 2)]
+    for name, g in groups.items():
+        lines.append(f"| {name} | {len(g['files'])} | " + " | ".join(cell(g["columns"][t]) for _, t in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("groups", nargs="+", help="NAME=results.json[,results.json...]")
+    p.add_argument("--out", help="write the numbers as JSON here")
+    a = p.parse_args(argv)
+    groups = {}
+    for spec in a.groups:
+        name, _, files = spec.partition("=")
+        if not files:
+            raise UsageError(f"{spec!r}: expected NAME=results.json[,results.json...]")
+        groups[name] = group_numbers(files.split(","))
+    print(table(groups))
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(a.out, json.dumps(groups, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)
