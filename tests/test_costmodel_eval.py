@@ -43,6 +43,9 @@ def test_eval_writes_the_issue_keys_and_resumes(model_and_data, tmp_path, monkey
     for key in ("mape_test", "search_speedup", "degradation_pct"):
         assert key in results and key in summary
     assert not math.isnan(results["mape_test"]) and results["mape_test"] >= 0
+    _, test_points = costmodel_eval.test_mape(cfg, costmodel_eval.load_model(model)[1])
+    always_1 = sum(abs(1 - max(y, 0.01)) / max(y, 0.01) for y, _ in test_points) / len(test_points)
+    assert results["mape_test_always_1"] == pytest.approx(always_1)  # the bar: answering 1.0x for every schedule
     row = results["rows"][0]
     assert row["benchmark"] == "mvt" and 1 <= len(row["points"]) <= 3
     assert all(measured > 0 and predicted > 0 for measured, predicted in row["points"])
