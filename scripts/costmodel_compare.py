@@ -4,7 +4,8 @@ test set) and on the rest, and the same on the validation programs.  The split i
 (`llmopt.poly.costmodel.train.split_of`), so a model trained on less data never saw any of these; the
 "identity" row is the pick ratio of always answering the untransformed program.  "buckets" splits each
 model's test MAPE by the measured speedup (how much of the error each range makes, and the median
-prediction there: a model that predicts ~1 everywhere shows it at once).
+prediction there: a model that predicts ~1 everywhere shows it at once); "mape_always_1" and each bucket's
+"always_1_of_total" are what answering 1.0x for every schedule scores, the bar a model must pass.
 
     python scripts/costmodel_compare.py data/poly-costmodel llmopt/poly/data/costmodel.pt runs/cm-673/costmodel.pt \
         --old-seeds 438 --cache runs/cm-673/features.pkl
@@ -63,6 +64,7 @@ def main() -> int:
     print(json.dumps({"programs": {k: len(set(v.programs)) for k, v in parts.items()},
                       "mape": {m: {k: round(v[0], 4) for k, v in r.items()} for m, r in both.items()},
                       "pick": {m: {k: round(v[1], 3) for k, v in r.items()} for m, r in both.items()},
+                      "mape_always_1": {k: round(always_1_mape(v), 4) for k, v in parts.items()},
                       "pick_identity": {k: round(identity_pick(rows, v), 3) for k, v in parts.items()},
                       "buckets": {m: error_buckets(model, test) for m, model in models.items()}}, indent=1))
     return 0
@@ -72,20 +74,30 @@ BUCKETS = (0.0, 0.25, 0.5, 0.8, 1.25, 2.0, float("inf"))  # measured speedup ran
 
 
 def error_buckets(model, ds: Dataset) -> list[dict]:
-    """Per range of measured speedup: samples, their share, mean APE, their part of the MAPE, median prediction."""
+    """Per range of measured speedup: samples, their share, mean APE, their part of the MAPE, the part that
+    answering 1.0x would make there, median prediction."""
     import numpy as np
 
     y = np.asarray(ds.speedups)
     pred = predict_trees(model, ds.trees)
-    ape = np.abs(pred - y) / y
+    ape, ape_1 = np.abs(pred - y) / y, np.abs(1.0 - y) / y
     out = []
     for lo, hi in zip(BUCKETS[:-1], BUCKETS[1:], strict=True):
         m = (y >= lo) & (y < hi)
         if m.any():
             out.append({"speedup": f"[{lo}, {hi})", "samples": int(m.sum()), "share": round(float(m.mean()), 3),
                         "mape": round(float(ape[m].mean()), 3), "of_total": round(float(ape[m].sum() / len(y)), 3),
+                        "always_1_of_total": round(float(ape_1[m].sum() / len(y)), 3),
                         "median_prediction": round(float(np.median(pred[m])), 3)})
     return out
+
+
+def always_1_mape(ds: Dataset) -> float:
+    """The MAPE of answering 1.0x for every schedule of `ds`: the bar on data where most schedules change little."""
+    import numpy as np
+
+    y = np.asarray(ds.speedups)
+    return float(np.mean(np.abs(1.0 - y) / y)) if len(y) else float("nan")
 
 
 def identity_pick(rows: list[dict], ds: Dataset) -> float:

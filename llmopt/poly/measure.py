@@ -44,6 +44,7 @@ the GNU OpenMP entry points (GOMP_*), which LLVM's libomp provides: `-fopenmp` n
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import subprocess
 import tempfile
@@ -66,6 +67,8 @@ O3_FLAGS = ["-O3", "-march=native", "-w"]
 POLLY_FLAGS = ["-mllvm", "-polly", "-mllvm", "-polly-parallel", "-mllvm", "-polly-tiling"]
 RTOL = {"double": 1e-6, "float": 1e-4}
 KEPT_REFERENCES = 8  # reference dumps kept per measurer (megabytes each)
+SIDE_BY_SIDE_SECONDS = 0.2  # timed seconds a side per round of `Measurer.side_by_side`, at least
+SIDE_BY_SIDE_MAX_RUNS = 200
 
 
 def machine_id() -> str:
@@ -248,45 +251,53 @@ class Measurer:
                         "stopped": True}  # not "cut": that marks a time below a cut-off (_cached)
         return {"ok": True, "speedup": float(np.median(ratios)), "seconds": min(got_t), "baseline_seconds": min(base_t)}
 
-    def side_by_side(self, prog: Program, schedules: list[Schedule], rounds: int = 5) -> dict:
+    def side_by_side(self, prog: Program, schedules: list[Schedule], rounds: int = 5,
+                     min_seconds: float = SIDE_BY_SIDE_SECONDS) -> dict:
         """Several schedules of one program timed in the same rounds: each round runs the original, then
-        every schedule, `repeats / rounds` runs each.  Returns {"baseline": [seconds per round], "schedules":
-        [{"ok": True, "rounds": [seconds per round], "speedup"} or {"ok": False, "error"}]} in the order given;
-        compare two schedules by the median over rounds of their ratio (`round_ratio`), which a load burst
-        that slows one round slows on both sides.  Never memoized: it is for an independent measurement (the
-        answers of two searches, compared without the flattery of each search's own best timing)."""
-        reference = self.reference(prog)
+        every schedule, each `repeats / rounds` times or, for a fast one, as often as fills `min_seconds`
+        (from its time in the round before: two runs of a 5 ms kernel are too few to trust).  Returns
+        {"baseline": [seconds per round], "schedules": [{"ok": True, "rounds": [seconds per round],
+        "speedup"} or {"ok": False, "error"}]} in the order given; compare two schedules by the median over
+        rounds of their ratio (`round_ratio`), which a load burst that slows one round slows on both sides.
+        Never memoized: it is for an independent measurement (the answers of two searches, compared without
+        the flattery of each search's own best timing)."""
+        reference = self.reference(prog)  # a ProgramError if the original does not run
         base = self.executable(prog, Schedule(), O3_FLAGS)
-        exes: list[Path | None] = []
-        out: list[dict] = []
-        for sched in schedules:
-            exe = self.executable(prog, sched, schedule_flags(prog, sched)) if sched.transforms else base
-            error = ""
-            if isinstance(exe, str):
-                exe, error = None, exe
-            elif exe != base:  # outputs checked once, before the timed rounds
-                error = _failure(prog, reference, self.run(exe, 0, exe.with_suffix(".out")))
-            exes.append(None if error else exe)
-            out.append({"ok": False, "error": error} if error else {"ok": True, "rounds": []})
+        out = [self._checked_once(prog, sched, base, reference) for sched in schedules]
         per, base_t = max(1, self.repeats // rounds), []
+
+        def times(exe: Path, last: list[float]) -> Run:
+            filling = math.ceil(min_seconds / max(last[-1], 1e-6)) if last else per
+            return self.run(exe, max(per, min(SIDE_BY_SIDE_MAX_RUNS, filling)), None)
+
         for _ in range(rounds):
-            b = self.run(base, per, None)
+            b = times(base, base_t)
             if not b.ok:
                 raise ProgramError(f"program {prog.name} failed while timed side by side: {b.error}")
             base_t.append(b.seconds)
-            for exe, got in zip(exes, out, strict=True):
-                if exe is None or not got["ok"]:
-                    continue
-                run = self.run(exe, per, None)
-                if run.ok:
-                    got["rounds"].append(run.seconds)
-                else:
-                    got.clear()
-                    got.update({"ok": False, "error": run.error})
+            for got in out:
+                if got["ok"]:
+                    run = times(got["exe"], got["rounds"])
+                    if run.ok:
+                        got["rounds"].append(run.seconds)
+                    else:
+                        got.clear()
+                        got.update({"ok": False, "error": run.error})
         for got in out:
-            if got["ok"]:
+            if got.pop("exe", None) is not None:
                 got["speedup"] = round_ratio(base_t, got["rounds"])
         return {"baseline": base_t, "schedules": out}
+
+    def _checked_once(self, prog: Program, sched: Schedule, base: Path | str, reference: Path) -> dict:
+        """{"ok": True, "exe", "rounds": []} for a schedule whose outputs match the reference (checked once,
+        before `side_by_side` times it; the original is the reference), else {"ok": False, "error"}."""
+        if not sched.transforms:
+            return {"ok": True, "exe": base, "rounds": []}
+        exe = self.executable(prog, sched, schedule_flags(prog, sched))
+        if isinstance(exe, str):
+            return {"ok": False, "error": exe}
+        error = _failure(prog, reference, self.run(exe, 0, exe.with_suffix(".out")))
+        return {"ok": False, "error": error} if error else {"ok": True, "exe": exe, "rounds": []}
 
     def baseline_o3(self, prog: Program) -> dict:
         """The original program with plain -O3: the unoptimized time of every speedup."""
