@@ -195,7 +195,7 @@ def answers_side_by_side(prog, cfg: EvalConfig, answers: dict[str, Schedule]) ->
     anew): `{label}_speedup_side` (over the original) and, for each answer but BSE's, `{label}_vs_bse_side`
     (the median over rounds of BSE's time / its time: below 1 when it runs slower).  A search's own
     speedup is the best of many noisy timings, so the more schedules it measures the more the noise flatters
-    it (BSE: hundreds, BSM: four); timed side by side, neither answer is favoured."""
+    it (BSE: hundreds, BSM: one to four); timed side by side, neither answer is favoured."""
     m = Measurer(scratch_cache(), cfg.mape_repeats, cfg.threads)
     try:
         timed = dict(zip(answers, m.side_by_side(prog, list(answers.values()))["schedules"], strict=True))

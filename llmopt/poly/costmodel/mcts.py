@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llmopt.poly.costmodel.data import state_key
-from llmopt.poly.costmodel.search import DEFAULT_VERIFY, cached_model, scored_children, verified
+from llmopt.poly.costmodel.search import cached_model, scored_children, verified
 from llmopt.poly.legality import Legality
 from llmopt.poly.measure import Measurer
 from llmopt.poly.program import Program
@@ -35,6 +35,7 @@ from llmopt.poly.search import DEFAULT_DEPTH, DEFAULT_MIN_GAIN, SearchResult
 
 DEFAULT_ITERATIONS = 64
 DEFAULT_EXPLORE = 0.5  # UCT constant, in units of log speedup
+DEFAULT_VERIFY = 4  # MCTS's best predictions timed (beam search's default dropped to 1; MCTS was not re-measured)
 
 
 @dataclass
