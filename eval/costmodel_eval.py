@@ -39,9 +39,9 @@ the same BSE settings on the same machine (`reference_bse`).
 The degradation compares the answers side by side (`answers_side_by_side`): BSE's, BSM's (and BSM +
 agent's) schedules and the original run in the same 5 rounds, and a benchmark's ratio is the median over
 rounds of BSE's time / BSM's.  Each search's own speedup is the best of its noisy timings, which flatters
-the search that times more schedules: BSE's own figures came out 29% (geometric mean) above the same
-schedules timed again, BSM's 2-25% (docs/results/costmodel/README.md), and a BSE answer kept in a
-reference file was timed in another run, on another day.  Their ratio is still reported
+the search that times more schedules: BSE's own figures came out 6% (geometric mean) above the same
+schedules timed side by side, BSM's 2% below (29% and 2-25% above on an earlier machine;
+docs/results/costmodel/README.md), and a BSE answer kept in a reference file was timed in another run.  Their ratio is still reported
 (`search_timings`, rows' `degradation_search_timings_pct`).
 """
 
