@@ -4,6 +4,9 @@ setting of `--verify`, each run repeated), with every run's numbers and their me
     python scripts/costmodel_runs.py verify4=runs/a/results.json,runs/b/results.json \\
         verify2=runs/c/results.json --out docs/results/costmodel/verify-29/summary.json
 
+`--agent NAME` reads group NAME's numbers from the runs' `with_agent` block (BSM + the agent's walk, runs made
+with `--with-agent`) instead of plain BSM's.
+
 A single run of Table 2 moves by several points between repetitions on a shared machine (one benchmark's
 best schedule measures 15x in one run and 25x in the next), so settings are compared by the mean of
 repeated runs, each run's spread shown beside it.  Prints a markdown table; `--out` keeps the numbers.
@@ -34,13 +37,18 @@ def value(summary: dict, path: tuple[str, ...]) -> float | None:
     return summary
 
 
-def group_numbers(files: list[str]) -> dict:
-    """{column title: [each run's value]} and the runs' files and BSM settings (which must agree)."""
+def group_numbers(files: list[str], agent: bool = False) -> dict:
+    """{column title: [each run's value]} and the runs' files and BSM settings (which must agree); with
+    `agent`, the numbers of BSM + agent (a run without them is an error)."""
     runs = [json.loads(Path(f).read_text()) for f in files]
+    if agent:
+        if missing := [f for f, r in zip(files, runs, strict=True) if "with_agent" not in r]:
+            raise UsageError(f"{missing} were not run with --with-agent")
+        runs = [{**r["with_agent"], "config": r["config"]} for r in runs]
     settings = {json.dumps({k: r["config"].get(k) for k in ("verify", "candidates", "budget_seconds")}) for r in runs}
     if len(settings) != 1:
         raise UsageError(f"the runs {files} were made with different settings: {sorted(settings)}")
-    return {"files": files, "settings": json.loads(settings.pop()),
+    return {"files": files, "settings": json.loads(settings.pop()), "with_agent": agent,
             "columns": {title: [value(r, path) for r in runs] for path, title in COLUMNS}}
 
 
@@ -60,6 +68,8 @@ def table(groups: dict[str, dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("groups", nargs="+", help="NAME=results.json[,results.json...]")
+    p.add_argument("--agent", action="append", default=[], metavar="NAME",
+                   help="group NAME reports BSM + agent (the runs' with_agent numbers); repeatable")
     p.add_argument("--out", help="write the numbers as JSON here")
     a = p.parse_args(argv)
     groups = {}
@@ -67,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         name, _, files = spec.partition("=")
         if not files:
             raise UsageError(f"{spec!r}: expected NAME=results.json[,results.json...]")
-        groups[name] = group_numbers(files.split(","))
+        groups[name] = group_numbers(files.split(","), agent=name in a.agent)
     print(table(groups))
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)

@@ -190,7 +190,8 @@ def test_costmodel_runs_averages_repeated_runs_and_refuses_mixed_settings(tmp_pa
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps({"config": {"verify": verify, "candidates": "best", "budget_seconds": 900},
                                     "search_speedup": 100.0 / verify, "degradation_pct": degradation,
-                                    "search_timings": {"degradation_pct": own}}))
+                                    "search_timings": {"degradation_pct": own},
+                                    **({"with_agent": {"degradation_pct": degradation / 2}} if name == "b" else {})}))
         return str(path)
 
     a, b, c = run("a", 4, 2.0, 20.0), run("b", 4, 6.0, 10.0), run("c", 1, 9.0, 30.0)
@@ -203,3 +204,7 @@ def test_costmodel_runs_averages_repeated_runs_and_refuses_mixed_settings(tmp_pa
     assert "**4.0** (2.0 / 6.0)" in costmodel_runs.table(got)  # the mean of the repeated runs, each beside it
     with pytest.raises(UsageError, match="different settings"):
         costmodel_runs.main([f"mixed={a},{c}"])
+    assert costmodel_runs.main([f"agent={b}", "--agent", "agent", "--out", str(out)]) == 0  # BSM + agent's numbers
+    assert json.loads(out.read_text())["agent"]["columns"]["degradation, side by side"] == [3.0]
+    with pytest.raises(UsageError, match="not run with --with-agent"):
+        costmodel_runs.main([f"agent={a},{b}", "--agent", "agent"])

@@ -54,9 +54,9 @@ from llmopt.poly.search import (
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "data" / "costmodel.pt"
 # The paper's BSM answers with its best prediction; timing it (and the original) keeps the answer from ever
-# being slower.  Timing the 4 best instead cost 1.8x as much and, with the answers timed side by side, was not
-# measurably better on the 13 benchmarks (lost to BSE, 8 runs each: 15.6% vs 15.5%; 4 runs of the final timing:
-# 15.8% vs 17.1%, runs spread over 4-5 points; docs/results/costmodel/verify-29/).
+# being slower.  Timing the 4 best instead costs 1.8x as much for ~2 points less lost to BSE on the 13 benchmarks,
+# less than runs of one setting spread (answers timed side by side: 15.8% vs 18.1%, runs 13.7-22.3%;
+# docs/results/costmodel/verify-29/); `verify=4` buys that back.
 DEFAULT_VERIFY = 1
 # Which predictions a search verifies (`verify_candidates`), each with what it picks: "per-depth" also times a
 # one-step win that the deeper, higher predictions outrank.
