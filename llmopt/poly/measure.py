@@ -233,23 +233,21 @@ class Measurer:
     def _paired(self, prog: Program, schedule: Schedule, flags: list[str], rounds: int,
                 slower: float | None = None) -> dict:
         reference = self.reference(prog)
-        base, exe = self.executable(prog, Schedule(), O3_FLAGS), self.executable(prog, schedule, flags)
-        if isinstance(exe, str):
-            return {"ok": False, "error": exe}
-        if error := _failure(prog, reference, self.run(exe, 0, exe.with_suffix(".out"))):  # no timed runs
-            return {"ok": False, "error": error}
-        per, ratios, base_t, got_t = max(1, self.repeats // rounds), [], [], []
+        base = self.executable(prog, Schedule(), O3_FLAGS)
+        checked = self._checked_once(prog, schedule, base, reference)
+        if not checked["ok"]:
+            return checked
+        exe, per, base_t, got_t = checked["exe"], max(1, self.repeats // rounds), [], []
         for _ in range(rounds):  # base, schedule, base, ...: a load burst slows both sides of a ratio
             b, g = self.run(base, per, None), self.run(exe, per, None)
             if not (b.ok and g.ok):
                 return {"ok": False, "error": (g if b.ok else b).error}
-            ratios.append(b.seconds / max(g.seconds, 1e-12))
             base_t.append(b.seconds)
             got_t.append(g.seconds)
-            if slower and ratios[0] * slower < 1:
-                return {"ok": True, "speedup": ratios[0], "seconds": g.seconds, "baseline_seconds": b.seconds,
-                        "stopped": True}  # not "cut": that marks a time below a cut-off (_cached)
-        return {"ok": True, "speedup": float(np.median(ratios)), "seconds": min(got_t), "baseline_seconds": min(base_t)}
+            if slower and round_ratio(base_t[:1], got_t[:1]) * slower < 1:
+                return {"ok": True, "speedup": round_ratio(base_t, got_t), "seconds": g.seconds,
+                        "baseline_seconds": b.seconds, "stopped": True}  # not "cut": a time below a cut-off (_cached)
+        return {"ok": True, "speedup": round_ratio(base_t, got_t), "seconds": min(got_t), "baseline_seconds": min(base_t)}
 
     def side_by_side(self, prog: Program, schedules: list[Schedule], rounds: int = 5,
                      min_seconds: float = SIDE_BY_SIDE_SECONDS) -> dict:
@@ -288,9 +286,9 @@ class Measurer:
                 got["speedup"] = round_ratio(base_t, got["rounds"])
         return {"baseline": base_t, "schedules": out}
 
-    def _checked_once(self, prog: Program, sched: Schedule, base: Path | str, reference: Path) -> dict:
-        """{"ok": True, "exe", "rounds": []} for a schedule whose outputs match the reference (checked once,
-        before `side_by_side` times it; the original is the reference), else {"ok": False, "error"}."""
+    def _checked_once(self, prog: Program, sched: Schedule, base: Path, reference: Path) -> dict:
+        """{"ok": True, "exe", "rounds": []} for a schedule whose outputs match the reference (one untimed run,
+        before `paired` or `side_by_side` times it; the original is the reference), else {"ok": False, "error"}."""
         if not sched.transforms:
             return {"ok": True, "exe": base, "rounds": []}
         exe = self.executable(prog, sched, schedule_flags(prog, sched))
