@@ -23,7 +23,7 @@ writes to `--out`:
 
 Both searches use the same width, depth and budget, each on a fresh, empty cache (so neither finds
 the other's legality answers or timings), and the model is loaded before BSM's clock starts.  BSM's
-time (`bsm_search_seconds`) includes timing the baseline and its `verify` best predictions
+time (`bsm_search_seconds`) includes timing its `verify` best predictions side by side with the original
 (`bsm_measure_seconds`, `SearchResult.measure_seconds`), so `search_speedup` is the full cost of an
 answer; `bsm_model_seconds` is the rest (expansion, features, the model, the lazy legality checks)
 and `search_speedup_model_only` divides BSE's time by it.  With few verifications and a slow
@@ -63,7 +63,9 @@ from llmopt.poly.benchmarks import NAMES, benchmark
 from llmopt.poly.costmodel.data import load_rows, program_schedules
 from llmopt.poly.costmodel.model import load_model, predict_many
 from llmopt.poly.costmodel.search import (
+    AGENT_WALKS,
     CANDIDATE_RULES,
+    DEFAULT_AGENT_WALK,
     DEFAULT_CANDIDATES,
     DEFAULT_VERIFY,
     beam_model,
@@ -94,6 +96,7 @@ class EvalConfig:
     with_agent: bool = False  # also "beam-model-agent": BSM with the Pearl agent's walk verified beside it
     bse_reference: str | None = None  # BSE's answers kept in this file and reused (`reference_bse`)
     candidates: str = DEFAULT_CANDIDATES  # which predictions BSM times (`search.verify_candidates`)
+    agent_walk: str = DEFAULT_AGENT_WALK  # which of the agent's walk BSM + agent times beside them
 
     def settings(self) -> dict:
         d = asdict(self)
@@ -161,7 +164,7 @@ def bench_one(name: str, cfg: EvalConfig, log=print) -> dict:
         from llmopt.poly.agent.policy import cached_policy
 
         cached_policy()  # loaded before the clock starts, as the cost model is
-        searches.append(("bsma", beam_model, {**picking, "with_agent": True}))
+        searches.append(("bsma", beam_model, {**picking, "with_agent": True, "agent_walk": cfg.agent_walk}))
     for label, search, options in searches:
         m = _fresh(cfg)
         try:
@@ -340,8 +343,9 @@ def markdown(summary: dict, rows: list[dict], settings: dict) -> str:
     lines += ["| paper (Table 2) | | | | | | | 106.5x | | | 15 | |", "", _strict_line(summary)]
     if "with_agent" in summary:
         w = summary["with_agent"]
-        lines += ["", "BSM with the Pearl agent's walk verified beside its predictions (`--search beam-model-agent`), "
-                  "the same BSE as above:", "",
+        walk = AGENT_WALKS[settings.get("agent_walk", "all")]
+        lines += ["", f"BSM with the Pearl agent's walk ({walk}) verified beside its predictions "
+                  "(`--search beam-model-agent`), the same BSE as above:", "",
                   "| benchmark | BSE speedup | BSM + agent speedup | schedule | search s | picking s (model + agent) "
                   "| search speedup | search speedup, picking only | side by side: BSM + agent / BSE | degradation % "
                   "|", "|" + "---|" * 10]
@@ -425,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--with-agent", action="store_true",
                    help="also run beam-model-agent (BSM with the shipped Pearl agent's walk verified beside it)")
+    p.add_argument("--agent-walk", choices=list(AGENT_WALKS), default=DEFAULT_AGENT_WALK,
+                   help="with --with-agent: time the agent's schedule at each branch it left, or its final one only")
     p.add_argument("--bse-reference", default=None,
                    help="JSON file that keeps BSE's answers and reuses them for every model evaluated with the same "
                         "settings on this machine (created when missing)")
@@ -437,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         raise LlmoptError(f"unknown benchmarks {bad}; choose from {', '.join(NAMES)}")
     cfg = EvalConfig(a.model, a.data, names, a.small, a.schedules, a.mape_repeats, a.budget_seconds, a.width,
-                     a.depth, a.verify, a.repeats, a.threads, a.with_agent, a.bse_reference, a.candidates)
+                     a.depth, a.verify, a.repeats, a.threads, a.with_agent, a.bse_reference, a.candidates,
+                     a.agent_walk)
     print(json.dumps(run_eval(cfg, a.out)))
     return 0
 

@@ -174,12 +174,13 @@ class Measurer:
             return Run(False, error=exe)
         return self.run(exe, repeats, exe.with_suffix(".out"), cutoff)
 
-    def reference(self, prog: Program) -> Path:
+    def reference(self, prog: Program, timed: bool = True) -> Path:
         """The reference output of `prog` (original schedule, -O3), made once per process; its
-        timed runs fill the -O3 baseline when that is not cached yet."""
+        timed runs fill the -O3 baseline when that is not cached yet (unless `timed` is False: a
+        caller that times the original itself, in rounds beside its schedules, needs only the outputs)."""
         if prog.hash() not in self._refs:
             key = self.key(prog, "o3", Schedule())
-            timed = self.cache.get(key) is None
+            timed = timed and self.cache.get(key) is None
             ref = self.build_and_run(prog, Schedule(), O3_FLAGS, self.repeats if timed else 0)
             if ref.busy:  # no clean time to keep, but the outputs are what the reference is for
                 timed, ref = False, self.build_and_run(prog, Schedule(), O3_FLAGS, 0)
@@ -250,23 +251,25 @@ class Measurer:
         return {"ok": True, "speedup": round_ratio(base_t, got_t), "seconds": min(got_t), "baseline_seconds": min(base_t)}
 
     def side_by_side(self, prog: Program, schedules: list[Schedule], rounds: int = 5,
-                     min_seconds: float = SIDE_BY_SIDE_SECONDS) -> dict:
+                     min_seconds: float = SIDE_BY_SIDE_SECONDS, slower: float | None = None) -> dict:
         """Several schedules of one program timed in the same rounds: each round runs the original, then
         every schedule, each `repeats / rounds` times or, for a fast one, as often as fills `min_seconds`
         (from its time in the round before: two runs of a 5 ms kernel are too few to trust).  Returns
         {"baseline": [seconds per round], "schedules": [{"ok": True, "rounds": [seconds per round],
-        "speedup"} or {"ok": False, "error"}]} in the order given; compare two schedules by the median over
-        rounds of their ratio (`round_ratio`), which a load burst that slows one round slows on both sides.
-        Never memoized: it is for an independent measurement (the answers of two searches, compared without
-        the flattery of each search's own best timing)."""
-        reference = self.reference(prog)  # a ProgramError if the original does not run
+        "speedup"[, "stopped"]} or {"ok": False, "error"}]} in the order given; compare two schedules by the
+        median over rounds of their ratio (`round_ratio`), which a load burst that slows one round slows on
+        both sides.  `slower=F`: a schedule's timing stops at its first run F times slower than the original's
+        time in that round (its speedup is then from the rounds so far, marked "stopped"): a search needs to
+        know it lost, not by how much.  Never memoized: an independent measurement each call (two searches'
+        answers compared without the flattery of each search's own best timing; a search's candidates)."""
+        reference = self.reference(prog, timed=False)  # a ProgramError if the original does not run
         base = self.executable(prog, Schedule(), O3_FLAGS)
         out = [self._checked_once(prog, sched, base, reference) for sched in schedules]
         per, base_t = max(1, self.repeats // rounds), []
 
-        def times(exe: Path, last: list[float]) -> Run:
+        def times(exe: Path, last: list[float], cutoff: float | None = None) -> Run:
             filling = math.ceil(min_seconds / max(last[-1], 1e-6)) if last else per
-            return self.run(exe, max(per, min(SIDE_BY_SIDE_MAX_RUNS, filling)), None)
+            return self.run(exe, max(per, min(SIDE_BY_SIDE_MAX_RUNS, filling)), None, cutoff)
 
         for _ in range(rounds):
             b = times(base, base_t)
@@ -274,16 +277,19 @@ class Measurer:
                 raise ProgramError(f"program {prog.name} failed while timed side by side: {b.error}")
             base_t.append(b.seconds)
             for got in out:
-                if got["ok"]:
-                    run = times(got["exe"], got["rounds"])
-                    if run.ok:
-                        got["rounds"].append(run.seconds)
-                    else:
-                        got.clear()
-                        got.update({"ok": False, "error": run.error})
+                if not got["ok"] or got.get("stopped"):
+                    continue
+                run = times(got["exe"], got["rounds"], slower * b.seconds if slower else None)
+                if not run.ok:
+                    got.clear()
+                    got.update({"ok": False, "error": run.error})
+                    continue
+                got["rounds"].append(run.seconds)
+                if run.cut:
+                    got["stopped"] = True
         for got in out:
             if got.pop("exe", None) is not None:
-                got["speedup"] = round_ratio(base_t, got["rounds"])
+                got["speedup"] = round_ratio(base_t[:len(got["rounds"])], got["rounds"])
         return {"baseline": base_t, "schedules": out}
 
     def _checked_once(self, prog: Program, sched: Schedule, base: Path, reference: Path) -> dict:

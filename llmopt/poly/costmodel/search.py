@@ -16,11 +16,12 @@ checking everything first would (the top predictions among the legal children), 
 per level instead of hundreds.  A child the features cannot describe is dropped as unscorable.
 
 The model can be wrong, so the answer is checked: the `verify` legal schedules with the best
-predicted speedups over the whole search are measured by the `Measurer` (outputs checked against
-the reference), and a schedule replaces the identity only when it is measured faster by
-`min_gain`, as in `beam`.  So the answer is never slower than the untransformed program, and
+predicted speedups over the whole search are timed by the `Measurer` side by side with the original
+program (outputs checked against the reference; `search.verified`: the same rounds for both, so the
+machine's load at one moment does not decide), and a schedule replaces the identity only when it
+runs faster by `min_gain`.  So the answer is never slower than the untransformed program, and
 `evaluations` counts only those few executions; `SearchResult.measure_seconds` is the time spent
-running (baseline and verification), the rest of `search_seconds` is the model's search.
+running (original and candidates), the rest of `search_seconds` is the model's search.
 
 The model comes from `model_path` (default `DEFAULT_MODEL`, `llmopt/poly/data/costmodel.pt`,
 where a trained model is shipped; `llmopt loops schedule --search beam-model --cost-model PATH`
@@ -62,6 +63,9 @@ DEFAULT_VERIFY = 1
 # one-step win that the deeper, higher predictions outrank.
 CANDIDATE_RULES = {"best": "the best over the search", "per-depth": "each depth's best first"}
 DEFAULT_CANDIDATES = "best"
+# Which of the Pearl agent's walk "beam-model-agent" times beside the model's predictions (`AgentPolicy.walk`).
+AGENT_WALKS = {"all": "its schedule at each branch it left", "final": "its final schedule only"}
+DEFAULT_AGENT_WALK = "all"
 _models: dict[str, object] = {}
 
 
@@ -175,11 +179,14 @@ def beam_model(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, 
                depth: int = DEFAULT_DEPTH, verify: int = DEFAULT_VERIFY, min_gain: float = DEFAULT_MIN_GAIN,
                model_path: str | os.PathLike | None = None, with_agent: bool = False,
                policy_path: str | os.PathLike | None = None, log: Callable[[str], None] | None = None,
-               candidates: str = DEFAULT_CANDIDATES) -> SearchResult:
+               candidates: str = DEFAULT_CANDIDATES, agent_walk: str = DEFAULT_AGENT_WALK) -> SearchResult:
     """Beam search scored by the cost model, the top `verify` predictions measured (module docstring).
     `with_agent` ("beam-model-agent"): the Pearl agent's greedy walk (`AgentPolicy.walk`, its schedule at
-    each branch it left) is verified beside them: the model ranks parallel schedules badly
-    (docs/results/costmodel/), the agent proposes them, and both pick without running anything."""
+    each branch it left, or with `agent_walk="final"` its final schedule only) is verified beside them: the
+    model ranks parallel schedules badly (docs/results/costmodel/), the agent proposes them, and both pick
+    without running anything."""
+    if agent_walk not in AGENT_WALKS:
+        raise ValueError(f"unknown agent walk {agent_walk!r}: one of {', '.join(AGENT_WALKS)}")
     model = cached_model(model_path)  # loaded before the clock starts
     policy = None
     if with_agent:
@@ -191,7 +198,8 @@ def beam_model(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, 
         found = model_search(prog, legality, model, width, depth, verify, deadline, log, candidates=candidates)
         if policy is not None:
             keys = {json.dumps(s.key()) for s in found}
-            found += [s for s in policy.walk(prog, measurer)[::-1] if json.dumps(s.key()) not in keys]
+            walk = policy.walk(prog, measurer)[::-1]  # the final schedule first
+            found += [s for s in walk[:1 if agent_walk == "final" else None] if json.dumps(s.key()) not in keys]
         return found
 
     return verified(prog, measurer, pick, budget_seconds, min_gain, log)
