@@ -446,11 +446,10 @@ def test_beam_model_answers_a_legal_verified_schedule_never_slower(measurer, tmp
     assert 0 < res.measure_seconds <= res.search_seconds
 
 
-def test_verification_times_candidates_beside_the_original_and_cuts_the_slow_ones(measurer, monkeypatch):
-    """The searches that pick without running time their candidates in rounds with the original program, each
-    candidate's runs cut at `CUT_FACTOR` x the original's time in that round (a lost candidate costs one run,
-    not `repeats`), and keep one only when its speedup over those rounds beats the original by `min_gain`."""
-    import llmopt.poly.search as search
+def test_verification_times_candidates_beside_the_original_in_the_same_rounds(measurer, monkeypatch):
+    """The searches that pick without running time their candidates in rounds with the original program, no run
+    cut short, and keep one only when its speedup over those rounds beats the original by `min_gain`."""
+    from llmopt.poly.search import VERIFY_ROUNDS, verified
 
     calls, real = [], measurer.run
 
@@ -460,32 +459,19 @@ def test_verification_times_candidates_beside_the_original_and_cuts_the_slow_one
         return got
 
     monkeypatch.setattr(measurer, "run", recording)
-    monkeypatch.setattr(search, "CUT_FACTOR", 1e6)  # small gemm runs in microseconds: no noise may cut it here
     prog = benchmark("gemm", small=True)
     cand = Schedule((Unroll("S1", factor=2),))
-    kept = search.verified(prog, measurer, lambda legality, deadline: [cand, Schedule(), cand], 30, min_gain=-1e9)
+    kept = verified(prog, measurer, lambda legality, deadline: [cand, Schedule(), cand], 30, min_gain=-1e9)
     timed = [c for c in calls if c[2] > 0]  # the untimed reference and correctness runs have no time
-    assert len(timed) == 2 * search.VERIFY_ROUNDS  # the original, then the one candidate (deduplicated), every round
-    for (base_exe, base_cut, base_s), (exe, cut, _) in zip(timed[::2], timed[1::2], strict=True):
-        assert base_cut is None and exe != base_exe and cut == pytest.approx(1e6 * base_s)
+    assert len(timed) == 2 * VERIFY_ROUNDS  # the original, then the one candidate (deduplicated), every round
+    assert all(c[1] is None for c in timed) and {c[0] for c in timed[::2]} != {c[0] for c in timed[1::2]}
     assert kept.schedule == cand and kept.evaluations == 1
     assert kept.baseline_seconds == min(c[2] for c in timed[::2])
     assert kept.speedup == pytest.approx(round_ratio([c[2] for c in timed[::2]], [c[2] for c in timed[1::2]]))
-    refused = search.verified(prog, measurer, lambda legality, deadline: [cand], 30, min_gain=0.999)  # 1000x or none
+    refused = verified(prog, measurer, lambda legality, deadline: [cand], 30, min_gain=0.999)  # 1000x or none
     assert refused.schedule == Schedule() and refused.speedup == 1.0 and refused.evaluations == 1
-    monkeypatch.setattr(search, "CUT_FACTOR", 1e-9)  # every run "slower than the original": cut, never kept
-    cut = search.verified(prog, measurer, lambda legality, deadline: [cand], 30, min_gain=-1e9)
-    assert cut.schedule == Schedule() and cut.evaluations == 1
-    nothing = search.verified(prog, measurer, lambda legality, deadline: [Schedule()], 30, min_gain=0.01)
+    nothing = verified(prog, measurer, lambda legality, deadline: [Schedule()], 30, min_gain=0.01)
     assert nothing.schedule == Schedule() and nothing.evaluations == 0 and nothing.baseline_seconds > 0
-
-
-def test_side_by_side_stops_timing_a_schedule_slower_than_the_original(measurer):
-    prog = benchmark("doitgen", small=True)
-    sched = program_schedules(prog, measurer.legality(prog), 2, seed=1)[1]
-    got = measurer.side_by_side(prog, [sched], rounds=3, min_seconds=0.0, slower=1e-9)["schedules"][0]
-    assert got["ok"] and got["stopped"] and len(got["rounds"]) == 1 and got["speedup"] > 0
-    assert "stopped" not in measurer.side_by_side(prog, [sched], rounds=3, slower=1e9)["schedules"][0]
 
 
 def test_beam_model_agent_verifies_the_agents_walk_beside_the_predictions(measurer, tmp_path):

@@ -251,25 +251,24 @@ class Measurer:
         return {"ok": True, "speedup": round_ratio(base_t, got_t), "seconds": min(got_t), "baseline_seconds": min(base_t)}
 
     def side_by_side(self, prog: Program, schedules: list[Schedule], rounds: int = 5,
-                     min_seconds: float = SIDE_BY_SIDE_SECONDS, slower: float | None = None) -> dict:
+                     min_seconds: float = SIDE_BY_SIDE_SECONDS) -> dict:
         """Several schedules of one program timed in the same rounds: each round runs the original, then
         every schedule, each `repeats / rounds` times or, for a fast one, as often as fills `min_seconds`
         (from its time in the round before: two runs of a 5 ms kernel are too few to trust).  Returns
         {"baseline": [seconds per round], "schedules": [{"ok": True, "rounds": [seconds per round],
-        "speedup"[, "stopped"]} or {"ok": False, "error"}]} in the order given; compare two schedules by the
-        median over rounds of their ratio (`round_ratio`), which a load burst that slows one round slows on
-        both sides.  `slower=F`: a schedule's timing stops at its first run F times slower than the original's
-        time in that round (its speedup is then from the rounds so far, marked "stopped"): a search needs to
-        know it lost, not by how much.  Never memoized: an independent measurement each call (two searches'
-        answers compared without the flattery of each search's own best timing; a search's candidates)."""
+        "speedup"} or {"ok": False, "error"}]} in the order given; compare two schedules by the median over
+        rounds of their ratio (`round_ratio`), which a load burst that slows one round slows on both sides.
+        No run is cut short: one run slowed by a burst must not decide.  Never memoized: an independent
+        measurement each call (two searches' answers compared without the flattery of each search's own
+        best timing; the few candidates of a search that picks without running)."""
         reference = self.reference(prog, timed=False)  # a ProgramError if the original does not run
         base = self.executable(prog, Schedule(), O3_FLAGS)
         out = [self._checked_once(prog, sched, base, reference) for sched in schedules]
         per, base_t = max(1, self.repeats // rounds), []
 
-        def times(exe: Path, last: list[float], cutoff: float | None = None) -> Run:
+        def times(exe: Path, last: list[float]) -> Run:
             filling = math.ceil(min_seconds / max(last[-1], 1e-6)) if last else per
-            return self.run(exe, max(per, min(SIDE_BY_SIDE_MAX_RUNS, filling)), None, cutoff)
+            return self.run(exe, max(per, min(SIDE_BY_SIDE_MAX_RUNS, filling)), None)
 
         for _ in range(rounds):
             b = times(base, base_t)
@@ -277,19 +276,16 @@ class Measurer:
                 raise ProgramError(f"program {prog.name} failed while timed side by side: {b.error}")
             base_t.append(b.seconds)
             for got in out:
-                if not got["ok"] or got.get("stopped"):
-                    continue
-                run = times(got["exe"], got["rounds"], slower * b.seconds if slower else None)
-                if not run.ok:
-                    got.clear()
-                    got.update({"ok": False, "error": run.error})
-                    continue
-                got["rounds"].append(run.seconds)
-                if run.cut:
-                    got["stopped"] = True
+                if got["ok"]:
+                    run = times(got["exe"], got["rounds"])
+                    if run.ok:
+                        got["rounds"].append(run.seconds)
+                    else:
+                        got.clear()
+                        got.update({"ok": False, "error": run.error})
         for got in out:
             if got.pop("exe", None) is not None:
-                got["speedup"] = round_ratio(base_t[:len(got["rounds"])], got["rounds"])
+                got["speedup"] = round_ratio(base_t, got["rounds"])
         return {"baseline": base_t, "schedules": out}
 
     def _checked_once(self, prog: Program, sched: Schedule, base: Path, reference: Path) -> dict:
