@@ -23,7 +23,7 @@ writes to `--out`:
 
 Both searches use the same width, depth and budget, each on a fresh, empty cache (so neither finds
 the other's legality answers or timings), and the model is loaded before BSM's clock starts.  BSM's
-time (`bsm_search_seconds`) includes timing its `verify` best predictions side by side with the original
+time (`bsm_search_seconds`) includes timing the baseline and its `verify` best predictions
 (`bsm_measure_seconds`, `SearchResult.measure_seconds`), so `search_speedup` is the full cost of an
 answer; `bsm_model_seconds` is the rest (expansion, features, the model, the lazy legality checks)
 and `search_speedup_model_only` divides BSE's time by it.  With few verifications and a slow

@@ -258,9 +258,8 @@ class Measurer:
         {"baseline": [seconds per round], "schedules": [{"ok": True, "rounds": [seconds per round],
         "speedup"} or {"ok": False, "error"}]} in the order given; compare two schedules by the median over
         rounds of their ratio (`round_ratio`), which a load burst that slows one round slows on both sides.
-        No run is cut short: one run slowed by a burst must not decide.  Never memoized: an independent
-        measurement each call (two searches' answers compared without the flattery of each search's own
-        best timing; the few candidates of a search that picks without running)."""
+        Never memoized: it is for an independent measurement (the answers of two searches, compared without
+        the flattery of each search's own best timing)."""
         reference = self.reference(prog, timed=False)  # a ProgramError if the original does not run
         base = self.executable(prog, Schedule(), O3_FLAGS)
         out = [self._checked_once(prog, sched, base, reference) for sched in schedules]

@@ -16,12 +16,11 @@ checking everything first would (the top predictions among the legal children), 
 per level instead of hundreds.  A child the features cannot describe is dropped as unscorable.
 
 The model can be wrong, so the answer is checked: the `verify` legal schedules with the best
-predicted speedups over the whole search are timed by the `Measurer` side by side with the original
-program (outputs checked against the reference; `search.verified`: the same rounds for both, so the
-machine's load at one moment does not decide), and a schedule replaces the identity only when it
-runs faster by `min_gain`.  So the answer is never slower than the untransformed program, and
+predicted speedups over the whole search are measured by the `Measurer` (outputs checked against
+the reference), and a schedule replaces the identity only when it is measured faster by
+`min_gain`, as in `beam`.  So the answer is never slower than the untransformed program, and
 `evaluations` counts only those few executions; `SearchResult.measure_seconds` is the time spent
-running (original and candidates), the rest of `search_seconds` is the model's search.
+running (baseline and verification), the rest of `search_seconds` is the model's search.
 
 The model comes from `model_path` (default `DEFAULT_MODEL`, `llmopt/poly/data/costmodel.pt`,
 where a trained model is shipped; `llmopt loops schedule --search beam-model --cost-model PATH`
