@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -46,7 +47,7 @@ from llmopt.poly.costmodel.train import TrainConfig, Trainer, evaluate, featuriz
 from llmopt.poly.legality import check
 from llmopt.poly.measure import Measurer, machine_id, round_ratio
 from llmopt.poly.program import program_from_dict
-from llmopt.poly.schedule import Parallel, Schedule, Tile, Unroll
+from llmopt.poly.schedule import Parallel, Schedule, Tile, Unroll, state
 from llmopt.poly.search import SEARCHES
 
 CFG = DataConfig(schedules_per_program=4, repeats=1, small=True)
@@ -242,6 +243,25 @@ def test_forward_on_an_imperfect_nest_and_transformed_schedules():
     for sched in (Schedule(), tiled):
         value = predict(model, prog, sched)
         assert value > 0 and torch.isfinite(torch.tensor(value))
+
+
+def test_a_featurizer_kept_across_a_search_makes_the_trees_a_fresh_one_makes():
+    """`featurizer` keeps each computation's vector by what it reads (`_comp_key`); two levels of children of
+    programs whose statements share loops through one featurizer must come out exactly as a fresh featurizer
+    makes each, or the key misses something the vector reads (gemm: the interchange that distributes S1 out of
+    the loops it shares with S0 changes S0's vector, not S0's schedule)."""
+    from llmopt.poly.costmodel.features import featurizer
+    from llmopt.poly.search import extensions
+
+    for name in ("gemm", "fdtd-2d"):
+        prog = benchmark(name, small=True)
+        kept, states = featurizer(prog), []
+        for parent in extensions(prog, Schedule()):
+            states += [state(prog, child) for child in extensions(prog, parent)[::7]]
+        for st in states:
+            got, fresh = kept(st), featurizer(prog)(st)
+            assert got.structure == fresh.structure and np.array_equal(got.comps, fresh.comps)
+        assert len(states) > 100
 
 
 def test_feature_cache_returns_the_same_trees_without_featurizing(data_dir, tmp_path, monkeypatch):
@@ -488,10 +508,14 @@ def test_beam_model_agent_verifies_the_agents_walk_beside_the_predictions(measur
                  if s.transforms}
     walk = {json.dumps(s.key()) for s in cached_policy(policy_path).walk(prog, measurer) if s.transforms}
     res = SEARCHES["beam-model-agent"](prog, measurer, budget_seconds=30, width=2, depth=2, verify=2,
-                                       model_path=path, policy_path=policy_path)
+                                       model_path=path, policy_path=policy_path, agent_walk="all")
     assert res.evaluations == len(predicted | walk) and walk - predicted  # the agent adds what the model missed
     assert res.seconds <= res.baseline_seconds and check(prog, res.schedule)[0]
     assert json.dumps(res.schedule.key()) in predicted | walk or res.schedule == Schedule()
+    final = json.dumps(cached_policy(policy_path).walk(prog, measurer)[-1].key())
+    res = SEARCHES["beam-model-agent"](prog, measurer, budget_seconds=30, width=2, depth=2, verify=2,
+                                       model_path=path, policy_path=policy_path)  # the default: its final schedule
+    assert res.evaluations == len(predicted | {final}) < len(predicted | walk)
 
 
 def _ranking_model(seed: int = 0) -> CostModel:

@@ -194,18 +194,35 @@ def _op_vector(prog: Program, stmt: Statement) -> list[float]:
 
 def featurizer(prog: Program) -> Callable[[State], Tree]:
     """The model's input for replayed schedules of `prog`: the assignment and operation vectors do
-    not depend on the schedule, so they are computed once here (most of the time otherwise)."""
+    not depend on the schedule, so they are computed once here (most of the time otherwise).  A
+    computation's vector is kept by what it reads (`_comp_key`): a search's children differ from
+    their parent in one branch, so most of their computations' vectors were already made."""
     static = [_access_vector(prog, s) + _op_vector(prog, s) for s in prog.statements]
     maps = [_stride_maps(prog, s) for s in prog.statements]
+    made: dict[tuple, list[float]] = {}
+
+    def comp(k: int, st: State) -> list[float]:
+        key = _comp_key(prog.statements[k].name, st)
+        if key not in made:
+            levels = loop_flags(prog, prog.statements[k].name, st[prog.statements[k].name])
+            made[key] = (_loop_vector(prog, st, prog.statements[k].name, levels) + static[k]
+                         + _locality_vector(levels, maps[k]))
+        return made[key]
 
     def one(st: State) -> Tree:
-        comps = []
-        for s, rest, m in zip(prog.statements, static, maps, strict=True):
-            levels = loop_flags(prog, s.name, st[s.name])
-            comps.append(_loop_vector(prog, st, s.name, levels) + rest + _locality_vector(levels, m))
+        comps = [comp(k, st) for k in range(len(prog.statements))]
         return Tree(np.array(comps, dtype=np.float32), loop_tree(prog, st))
 
     return one
+
+
+def _comp_key(name: str, st: State) -> tuple:
+    """Everything computation `name`'s loop and locality vectors read: its own schedule (loops, parallel
+    levels, unroll factor) and the loops of every statement under its outermost loop (the loops it shares,
+    their bounds and statement counts, are theirs too)."""
+    me = st[name]
+    return (name, tuple(sorted(me.parallel)), me.unroll,
+            tuple((n, tuple(o.betas), tuple(o.loops)) for n, o in st.items() if o.betas[:1] == me.betas[:1]))
 
 
 def featurize(prog: Program, schedule: Schedule) -> Tree:

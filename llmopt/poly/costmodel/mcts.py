@@ -54,7 +54,10 @@ class _Tree:
     """The search state of one MCTS run: program, model, legality, deduplication, depth limit."""
 
     def __init__(self, prog: Program, legality: Legality, model, depth: int):
+        from llmopt.poly.costmodel.features import featurizer
+
         self.prog, self.legality, self.model, self.depth = prog, legality, model, depth
+        self.featurize = featurizer(prog)  # one per search: a child reuses its parent's unchanged vectors
         self.seen = {state_key(state(prog, Schedule()))}
         self.root = Node(Schedule(), 0.0, 0)
         self.nodes: list[Node] = []  # every opened node (all legal), for the final candidates
@@ -68,7 +71,7 @@ class _Tree:
     def open(self, node: Node) -> Node | None:
         """The best-predicted unopened legal child of `node`, now opened; None when none is left."""
         if node.pending is None:  # first opening: score every child in one batch
-            node.pending = scored_children(self.prog, self.model, [node.schedule], self.seen, math.inf)
+            node.pending = scored_children(self.prog, self.model, [node.schedule], self.seen, math.inf, self.featurize)
         while node.pending:
             predicted, sched = node.pending.pop(0)
             if self.legality.is_legal(sched):

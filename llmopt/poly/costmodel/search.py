@@ -63,8 +63,10 @@ DEFAULT_VERIFY = 1
 CANDIDATE_RULES = {"best": "the best over the search", "per-depth": "each depth's best first"}
 DEFAULT_CANDIDATES = "best"
 # Which of the Pearl agent's walk "beam-model-agent" times beside the model's predictions (`AgentPolicy.walk`).
+# Its final schedule alone loses as little to BSE as its whole walk (14.0% over 4 runs, 14.4% over 3) at 1.17x less
+# cost (98.6x vs 84.1x faster than BSE; docs/results/costmodel/verify-30/).
 AGENT_WALKS = {"all": "its schedule at each branch it left", "final": "its final schedule only"}
-DEFAULT_AGENT_WALK = "all"
+DEFAULT_AGENT_WALK = "final"
 _models: dict[str, object] = {}
 
 
@@ -82,13 +84,15 @@ def cached_model(path: str | os.PathLike | None = None):
     return _models[key]
 
 
-def rank_by_model(prog: Program, model, kids: list[tuple[Schedule, State]]) -> list[tuple[float, Schedule]]:
+def rank_by_model(prog: Program, model, kids: list[tuple[Schedule, State]], featurize=None
+                  ) -> list[tuple[float, Schedule]]:
     """(predicted speedup, child), best first, in one batched forward pass; a child the features
-    cannot describe is dropped, like an illegal one (the model cannot rank it)."""
+    cannot describe is dropped, like an illegal one (the model cannot rank it).  `featurize`: the
+    search's `features.featurizer(prog)`, which keeps the vectors it made (a new one when None)."""
     from llmopt.poly.costmodel.features import featurizer
     from llmopt.poly.costmodel.model import predict_trees
 
-    featurize, trees, kept = featurizer(prog), [], []
+    featurize, trees, kept = featurize or featurizer(prog), [], []
     for child, st in kids:
         try:
             trees.append(featurize(st))
@@ -101,10 +105,11 @@ def rank_by_model(prog: Program, model, kids: list[tuple[Schedule, State]]) -> l
     return sorted(zip(scores.tolist(), kept, strict=True), key=lambda pair: -pair[0])
 
 
-def scored_children(prog: Program, model, frontier: list[Schedule], seen: set, deadline: float
-                    ) -> list[tuple[float, Schedule]]:
+def scored_children(prog: Program, model, frontier: list[Schedule], seen: set, deadline: float,
+                    featurize=None) -> list[tuple[float, Schedule]]:
     """(predicted speedup, child) of the new applicable children of the frontier, best first.
-    Legality is not checked here: `legal_best` checks only the few the search keeps."""
+    Legality is not checked here: `legal_best` checks only the few the search keeps.  `featurize`: one
+    `features.featurizer(prog)` for the whole search, so a child reuses its parent's unchanged vectors."""
     kids: list[tuple[Schedule, State]] = []
     for parent in frontier:
         if time.monotonic() > deadline:
@@ -115,7 +120,7 @@ def scored_children(prog: Program, model, frontier: list[Schedule], seen: set, d
             if key not in seen:
                 seen.add(key)
                 kids.append((child, st))
-    return rank_by_model(prog, model, kids)
+    return rank_by_model(prog, model, kids, featurize)
 
 
 def legal_best(legality: Legality, ranked: list[tuple[float, Schedule]], count: int) -> list[Schedule]:
@@ -156,10 +161,13 @@ def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_
     checked only for the beam's `width` best per level and the final `verify` (`legal_best`), the same
     answer as checking them all.  `levels`, when given, receives each level's (scored children, next
     frontier): what a diagnosis of the search (`scripts/bsm_misses.py`) replays."""
+    from llmopt.poly.costmodel.features import featurizer
+
     t0 = time.monotonic()
     frontier, seen, per_level = [Schedule()], {state_key(state(prog, Schedule()))}, []
+    featurize = featurizer(prog)  # one per search: its kept vectors serve every level
     for level in range(1, depth + 1):
-        scored = scored_children(prog, model, frontier, seen, deadline)
+        scored = scored_children(prog, model, frontier, seen, deadline, featurize)
         per_level.append(scored)
         if level < depth and scored and time.monotonic() <= deadline:
             frontier = legal_best(legality, scored, width)
