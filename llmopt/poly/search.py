@@ -275,7 +275,7 @@ def _beam_model(prog: Program, measurer: Measurer, **options) -> SearchResult:
 
 
 def _beam_model_agent(prog: Program, measurer: Measurer, **options) -> SearchResult:
-    """Beam search scored by the cost model, the Pearl agent's walk verified beside its best predictions."""
+    """Beam search scored by the cost model, the Pearl agent's final schedule verified beside its best prediction."""
     from llmopt.poly.costmodel.search import beam_model
 
     return beam_model(prog, measurer, with_agent=True, **options)

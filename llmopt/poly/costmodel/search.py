@@ -63,8 +63,8 @@ DEFAULT_VERIFY = 1
 CANDIDATE_RULES = {"best": "the best over the search", "per-depth": "each depth's best first"}
 DEFAULT_CANDIDATES = "best"
 # Which of the Pearl agent's walk "beam-model-agent" times beside the model's predictions (`AgentPolicy.walk`).
-# Its final schedule alone loses as little to BSE as its whole walk (14.0% over 4 runs, 14.4% over 3) at 1.17x less
-# cost (98.6x vs 84.1x faster than BSE; docs/results/costmodel/verify-30/).
+# Its final schedule alone loses about as little to BSE as its whole walk (15.1% over 7 runs, 14.4% over 3: within
+# the runs' spread) at 1.14x less cost (96.0x vs 84.1x faster than BSE; docs/results/costmodel/verify-30/).
 AGENT_WALKS = {"all": "its schedule at each branch it left", "final": "its final schedule only"}
 DEFAULT_AGENT_WALK = "final"
 _models: dict[str, object] = {}
