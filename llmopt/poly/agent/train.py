@@ -89,6 +89,7 @@ class TrainConfig:
     pretrain: int = 0  # pre-training programs (0 with pretrain_data: all of them)
     pretrain_epochs: int = 100
     pretrain_data: str | None = None  # a cost-model data folder to pre-train from instead of measuring
+    init: str | None = None  # the policy whose weights PPO started from (`--init`), recorded for the run's config
 
 
 def training_programs(cfg: TrainConfig, log=print) -> ProgramSource:
@@ -133,8 +134,10 @@ def _setup(run_dir: Path, cfg: TrainConfig, init: Path | None, log):
         log(f"resuming {ckpt_path} after update {ckpt['update']}")
         return model, opt, ckpt["update"] + 1, rng
     if init is not None:
-        missing = model.load_state_dict(torch.load(init, map_location="cpu"), strict=False)
-        log(f"initialized from pre-trained {init} (fresh: {sorted({k.split('.')[0] for k in missing.missing_keys})})")
+        state = torch.load(init, map_location="cpu", weights_only=False)
+        state = state.get("model", state)  # a policy file or training checkpoint keeps its weights under "model"
+        missing = model.load_state_dict(state, strict=False)
+        log(f"initialized from {init} (fresh: {sorted({k.split('.')[0] for k in missing.missing_keys})})")
     return model, opt, 0, rng
 
 
@@ -243,6 +246,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="pre-train on this cost-model data folder (its first --pretrain programs, 0 = all) "
                         "instead of measuring samples")
     p.add_argument("--pretrain-epochs", type=int, default=100)
+    p.add_argument("--init", metavar="POLICY",
+                   help="start PPO from this policy's weights (a policy file such as llmopt/poly/data/agent.pt, or a "
+                        "training checkpoint) instead of pre-training or random weights")
     p.add_argument("--minutes", type=float, default=600.0)
     p.add_argument("--seed", type=int, default=0)
     return p
@@ -254,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
                       programs=args.programs, small=args.small, max_steps=args.max_steps, repeats=args.repeats,
                       minutes=args.minutes, seed=args.seed, reward=args.reward, pretrain=args.pretrain,
                       pretrain_epochs=args.pretrain_epochs, pretrain_data=args.pretrain_data)
+    if args.init and (cfg.pretrain or cfg.pretrain_data):
+        raise UsageError("--init starts from a policy's weights, --pretrain/--pretrain-data from pre-training: choose one")
     if args.cost_model and cfg.reward != "costmodel":
         raise UsageError("--cost-model is the model of --reward costmodel; add that option or drop this one")
     if cfg.reward == "costmodel":
@@ -264,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = Path(args.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     measurer = cheap_measurer(repeats=cfg.repeats)
-    init = None
+    cfg.init = args.init
+    init = Path(args.init) if args.init else None
     if (cfg.pretrain or cfg.pretrain_data) and not (run_dir / "checkpoint.pt").exists():
         init = run_dir / "pretrained.pt"
         if not init.exists():
