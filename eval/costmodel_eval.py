@@ -97,6 +97,7 @@ class EvalConfig:
     bse_reference: str | None = None  # BSE's answers kept in this file and reused (`reference_bse`)
     candidates: str = DEFAULT_CANDIDATES  # which predictions BSM times (`search.verify_candidates`)
     agent_walk: str = DEFAULT_AGENT_WALK  # which of the agent's walk BSM + agent times beside them
+    policy: str | None = None  # the agent of BSM + agent (None: the shipped one)
 
     def settings(self) -> dict:
         d = asdict(self)
@@ -163,8 +164,9 @@ def bench_one(name: str, cfg: EvalConfig, log=print) -> dict:
     if cfg.with_agent:
         from llmopt.poly.agent.policy import cached_policy
 
-        cached_policy()  # loaded before the clock starts, as the cost model is
-        searches.append(("bsma", beam_model, {**picking, "with_agent": True, "agent_walk": cfg.agent_walk}))
+        cached_policy(cfg.policy)  # loaded before the clock starts, as the cost model is
+        searches.append(("bsma", beam_model, {**picking, "with_agent": True, "agent_walk": cfg.agent_walk,
+                                              "policy_path": cfg.policy}))
     for label, search, options in searches:
         m = _fresh(cfg)
         try:
@@ -431,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="also run beam-model-agent (BSM with the shipped Pearl agent's walk verified beside it)")
     p.add_argument("--agent-walk", choices=list(AGENT_WALKS), default=DEFAULT_AGENT_WALK,
                    help="with --with-agent: time the agent's schedule at each branch it left, or its final one only")
+    p.add_argument("--policy", default=None,
+                   help="with --with-agent: the agent's policy file or training checkpoint (default the shipped one)")
     p.add_argument("--bse-reference", default=None,
                    help="JSON file that keeps BSE's answers and reuses them for every model evaluated with the same "
                         "settings on this machine (created when missing)")
@@ -444,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
         raise LlmoptError(f"unknown benchmarks {bad}; choose from {', '.join(NAMES)}")
     cfg = EvalConfig(a.model, a.data, names, a.small, a.schedules, a.mape_repeats, a.budget_seconds, a.width,
                      a.depth, a.verify, a.repeats, a.threads, a.with_agent, a.bse_reference, a.candidates,
-                     a.agent_walk)
+                     a.agent_walk, a.policy)
     print(json.dumps(run_eval(cfg, a.out)))
     return 0
 

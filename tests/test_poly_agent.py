@@ -284,7 +284,8 @@ def test_train_cli_with_costmodel_reward_and_pretraining_data(measurer, cost_mod
 
 def test_train_cli_starts_ppo_from_a_policy_file(measurer, cost_model_file, tmp_path, monkeypatch):
     """`--init POLICY`: PPO from a trained policy's weights (the shipped agent's file layout), recorded in the
-    run's config; one update moves them by Adam's few small steps, nowhere near another initialization."""
+    run's config with the entropy bonus it starts from; one update moves them by Adam's few small steps, nowhere
+    near another initialization."""
     monkeypatch.setattr(agent_train, "cheap_measurer", lambda **_: measurer)
     policy = ActorCritic(hidden=TrainConfig.hidden, heads=TrainConfig.heads)
     with torch.no_grad():
@@ -293,13 +294,15 @@ def test_train_cli_starts_ppo_from_a_policy_file(measurer, cost_model_file, tmp_
     torch.save({"model": policy.state_dict(), "model_config": policy.config}, tmp_path / "policy.pt")
     run = tmp_path / "run"
     args = [str(run), "--small", "--updates", "1", "--batch-size", "4", "--minibatch", "4", "--max-steps", "3",
-            "--reward", "costmodel", "--cost-model", str(cost_model_file), "--init", str(tmp_path / "policy.pt")]
+            "--reward", "costmodel", "--cost-model", str(cost_model_file), "--init", str(tmp_path / "policy.pt"),
+            "--entropy-start", "0.01"]
     assert agent_train.main(args) == 0
     trained = agent_train.load_checkpoint(run / "checkpoint.pt")["model"]
     assert max((v - 0.0123).abs().max().item() for v in trained.values() if v.is_floating_point()) < 0.05
     fresh = ActorCritic(hidden=TrainConfig.hidden, heads=TrainConfig.heads).state_dict()
     assert max((v - 0.0123).abs().max().item() for v in fresh.values() if v.is_floating_point()) > 0.05
-    assert json.loads((run / "config.json").read_text())["init"] == str(tmp_path / "policy.pt")
+    cfg = json.loads((run / "config.json").read_text())
+    assert cfg["init"] == str(tmp_path / "policy.pt") and cfg["ppo"]["entropy_start"] == 0.01
     with pytest.raises(UsageError, match="choose one"):
         agent_train.main([str(tmp_path / "other"), "--init", str(tmp_path / "policy.pt"), "--pretrain", "1"])
 

@@ -233,6 +233,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--updates", type=int, default=200)
     p.add_argument("--batch-size", type=int, default=128, help="environment steps per PPO update")
     p.add_argument("--minibatch", type=int, default=64)
+    p.add_argument("--entropy-start", type=float, default=PPOConfig.entropy_start,
+                   help="entropy bonus at the first update, decaying linearly to 0 (Table 4.2: 0.5, for a policy "
+                        "learning from scratch; a policy started with --init keeps what it knows with ~0.01)")
     p.add_argument("--programs", type=int, default=2000, help="generated training programs")
     p.add_argument("--small", action="store_true", help="small programs (smoke runs)")
     p.add_argument("--max-steps", type=int, default=MAX_STEPS)
@@ -256,7 +259,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    cfg = TrainConfig(ppo=PPOConfig(batch_size=args.batch_size, minibatch=args.minibatch), updates=args.updates,
+    cfg = TrainConfig(ppo=PPOConfig(batch_size=args.batch_size, minibatch=args.minibatch,
+                                    entropy_start=args.entropy_start), updates=args.updates,
                       programs=args.programs, small=args.small, max_steps=args.max_steps, repeats=args.repeats,
                       minutes=args.minutes, seed=args.seed, reward=args.reward, pretrain=args.pretrain,
                       pretrain_epochs=args.pretrain_epochs, pretrain_data=args.pretrain_data)
