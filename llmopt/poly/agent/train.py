@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
                                     entropy_start=args.entropy_start), updates=args.updates,
                       programs=args.programs, small=args.small, max_steps=args.max_steps, repeats=args.repeats,
                       minutes=args.minutes, seed=args.seed, reward=args.reward, pretrain=args.pretrain,
-                      pretrain_epochs=args.pretrain_epochs, pretrain_data=args.pretrain_data)
+                      pretrain_epochs=args.pretrain_epochs, pretrain_data=args.pretrain_data, init=args.init)
     if args.init and (cfg.pretrain or cfg.pretrain_data):
         raise UsageError("--init starts from a policy's weights, --pretrain/--pretrain-data from pre-training: choose one")
     if args.cost_model and cfg.reward != "costmodel":
@@ -276,8 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = Path(args.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     measurer = cheap_measurer(repeats=cfg.repeats)
-    cfg.init = args.init
-    init = Path(args.init) if args.init else None
+    init = Path(cfg.init) if cfg.init else None
     if (cfg.pretrain or cfg.pretrain_data) and not (run_dir / "checkpoint.pt").exists():
         init = run_dir / "pretrained.pt"
         if not init.exists():

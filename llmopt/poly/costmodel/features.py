@@ -202,11 +202,11 @@ def featurizer(prog: Program) -> Callable[[State], Tree]:
     made: dict[tuple, list[float]] = {}
 
     def comp(k: int, st: State) -> list[float]:
-        key = _comp_key(prog.statements[k].name, st)
+        name = prog.statements[k].name
+        key = _comp_key(name, st)
         if key not in made:
-            levels = loop_flags(prog, prog.statements[k].name, st[prog.statements[k].name])
-            made[key] = (_loop_vector(prog, st, prog.statements[k].name, levels) + static[k]
-                         + _locality_vector(levels, maps[k]))
+            levels = loop_flags(prog, name, st[name])
+            made[key] = _loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
         return made[key]
 
     def one(st: State) -> Tree:
