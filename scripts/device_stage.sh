@@ -3,9 +3,10 @@
 # untracked-not-ignored files, at most 64 MiB together), and put what training needs in `.device/`
 # (ignored; name it in the call's `carry`).
 #
-#   scripts/device_stage.sh stage [DATA_DIR [MORE_DIR ...]]   # DATA_DIR defaults to data/llmopt-v3;
+#   scripts/device_stage.sh stage [--without-ir] [DATA_DIR [MORE_DIR ...]]   # DATA_DIR defaults to data/llmopt-v3;
 #       MORE_DIRs (train-only extensions, data_pipeline/extend.py) go to .device/data2, ...: train on the
-#       mix with `device_plan run PLAN --data .device/data,.device/data2`
+#       mix with `device_plan run PLAN --data .device/data,.device/data2`; --without-ir empties the staged
+#       `optimized_ir` column (for runs with with_ir false: four parts then fit the 64 MiB)
 #   ... device run, carry [".device"]: scripts/device_train.sh trains, exports and packs into $OUT, e.g.
 #       run(command="MINUTES=8 scripts/device_train.sh training/configs/v3-base.json", carry=[".device"])
 #   ... or several runs side by side: training/device_plan.py (its docstring)
@@ -23,6 +24,8 @@ BULKY=(docs/results data/llmopt-v3/work llmopt/model/default llmopt/poly/data da
        data/llmopt-pypi-v2/work)
 
 stage() {
+  local without_ir=0
+  if [[ "${1:-}" == "--without-ir" ]]; then without_ir=1; shift; fi
   local data="${1:-data/llmopt-v3}"
   [[ -f "$data/train.parquet" ]] || { echo "no $data/train.parquet: write the dataset first" >&2; exit 2; }
   local exclude; exclude="$(git rev-parse --git-path info/exclude)"
@@ -39,6 +42,16 @@ stage() {
     for f in "$more"/lists-*.json.gz "$more/README.md"; do if [[ -e "$f" ]]; then cp "$f" ".device/data$n/"; fi; done
     mix="$mix,.device/data$n"; n=$((n + 1))
   done
+  # Runs with `with_ir: false` never read the optimized IR, the bulk of a train split: emptied, four parts fit.
+  if (( without_ir )); then
+    python3 -c 'import sys, pyarrow as pa, pyarrow.parquet as pq
+for path in sys.argv[1:]:
+    table = pq.read_table(path)
+    if "optimized_ir" in table.column_names:
+        i = table.column_names.index("optimized_ir")
+        table = table.set_column(i, "optimized_ir", pa.array([""] * table.num_rows, pa.string()))
+        pq.write_table(table, path, compression="zstd", compression_level=19)' .device/data*/*.parquet
+  fi
   # The shipped model (before it is moved aside): its tokenizer, and the start of fine-tuning runs; its
   # weights in bfloat16 (half the carry; the GPU runs train in bf16 autocast anyway).
   if [[ -f llmopt/model/default/model.safetensors ]]; then
@@ -80,5 +93,5 @@ restore() {
 case "${1:-}" in
   stage) shift; stage "$@" ;;
   restore) restore ;;
-  *) echo "usage: $0 stage [DATA_DIR [MORE_DIR ...]] | restore" >&2; exit 2 ;;
+  *) echo "usage: $0 stage [--without-ir] [DATA_DIR [MORE_DIR ...]] | restore" >&2; exit 2 ;;
 esac

@@ -66,8 +66,36 @@ def test_pack_and_fetch_round_trip_best_models_first(tmp_path, monkeypatch):
     assert (tmp_path / "back" / "y" / "train_log.csv").read_text().startswith("step,loss")
     assert not (tmp_path / "back" / "y" / "model").exists()
 
+    # What the first call left out comes back in a second one (`--only`); `keep` chooses the models.
+    assert device_plan.collect(plan, root, tmp_path / "second", only={"y/model"}) == []
+    assert not (tmp_path / "second" / "x" / "best").exists() and (tmp_path / "second" / "y" / "model").exists()
+    plan["runs"][0]["keep"] = []
+    device_plan.collect(plan, root, tmp_path / "third")
+    assert not (tmp_path / "third" / "x" / "best").exists() and (tmp_path / "third" / "y" / "model").exists()
+
     damaged = bytearray(parts[0].read_bytes())
     damaged[100] ^= 0xFF  # a damaged part is refused
     parts[0].write_bytes(bytes(damaged))
     with pytest.raises(ValueError, match="sha256"):
         device_plan.fetch(tmp_path / "out", tmp_path / "again")
+
+
+def test_a_stage_after_a_run_starts_from_its_model_and_is_skipped_without_one(tmp_path):
+    config = tmp_path / "c.json"
+    config.write_text("{}")
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps({"minutes": 2, "runs": [
+        {"name": "pre", "config": str(config), "minutes": 3},
+        {"name": "ft", "config": str(config), "after": "pre", "init": "best"},
+        {"name": "ft2", "config": str(config), "after": "pre", "minutes": 4}]}))
+    plan = device_plan.load_plan(plan_path)
+    assert device_plan.chain_minutes(plan) == 7
+    assert "init_from=" + str(tmp_path / "pre" / "best") in device_plan._command(
+        plan["runs"][1], "D", tmp_path / "ft", 2, tmp_path / "pre" / "best")
+    # No model came out of `pre`: the stages after it are skipped, not started from scratch.
+    assert device_plan._start(plan, plan["runs"][1], "D", tmp_path, 1) is None
+    bad = {"minutes": 1, "runs": [{"name": "ft", "config": str(config), "after": "pre"},
+                                  {"name": "pre", "config": str(config)}]}
+    plan_path.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="earlier run"):
+        device_plan.load_plan(plan_path)
