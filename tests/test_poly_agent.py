@@ -149,6 +149,32 @@ def test_ppo_update_changes_the_parameters(measurer):
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
 
 
+def test_kl_to_the_reference_policy_pulls_a_fine_tune_back_to_it(measurer):
+    """`kl_ref`: with the advantages of a rollout whose rewards all tie (no policy gradient to follow), the KL
+    term alone moves a perturbed policy back towards the one it started from; off, it is not computed."""
+    torch.manual_seed(0)
+    reference = ActorCritic(hidden=16, heads=2).eval().requires_grad_(False)
+    model = ActorCritic(hidden=16, heads=2)
+    model.load_state_dict(reference.state_dict())
+    with torch.no_grad():
+        for p in model.policy.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    env = PearlEnv([benchmark("gemm", small=True)], measurer, max_steps=3)
+    obs, info = env.reset(seed=0)
+    rollout, obs, _ = collect(env, model, 6, obs, info)
+    for step in rollout.steps:
+        step.reward, step.value, step.next_value = 0.0, 0.0, 0.0
+    cfg = PPOConfig(batch_size=6, minibatch=6, epochs=1, lr=3e-3, value_coef=0.0, kl_ref=1.0)
+    opt = torch.optim.Adam(model.policy.parameters(), lr=cfg.lr)
+    first = update(model, opt, rollout, 0.0, cfg, 0.0, np.random.default_rng(0), reference)["kl_ref"]
+    for _ in range(20):
+        last = update(model, opt, rollout, 0.0, cfg, 0.0, np.random.default_rng(0), reference)["kl_ref"]
+    assert first > 0.01 and last < 0.5 * first
+    off = update(model, opt, rollout, 0.0, PPOConfig(batch_size=6, minibatch=6, epochs=1), 0.0,
+                 np.random.default_rng(0), reference)
+    assert off["kl_ref"] == 0.0
+
+
 def test_pretraining_fits_execution_times():
     torch.manual_seed(0)
     samples = [{"hash": p.hash(), "program": p.to_dict(), "schedule": [], "seconds": s}
@@ -305,6 +331,12 @@ def test_train_cli_starts_ppo_from_a_policy_file(measurer, cost_model_file, tmp_
     assert cfg["init"] == str(tmp_path / "policy.pt") and cfg["ppo"]["entropy_start"] == 0.01
     with pytest.raises(UsageError, match="choose one"):
         agent_train.main([str(tmp_path / "other"), "--init", str(tmp_path / "policy.pt"), "--pretrain", "1"])
+    with pytest.raises(UsageError, match="needs --init"):
+        agent_train.main([str(tmp_path / "kl"), "--small", "--kl-ref", "0.1"])
+    # With --init, the reference is the policy file, frozen, also for a run that resumes.
+    reference = agent_train.reference_policy(TrainConfig(init=str(tmp_path / "policy.pt"), ppo=PPOConfig(kl_ref=0.1)))
+    assert all((v == 0.0123).all() for v in reference.state_dict().values() if v.is_floating_point())
+    assert not any(p.requires_grad for p in reference.parameters())
 
 
 def test_agent_search_measures_the_greedy_schedule_and_never_loses(measurer, tmp_path):

@@ -35,6 +35,10 @@ class PPOConfig:
     entropy_start: float = 0.5
     entropy_end: float = 0.0
     max_grad_norm: float = 0.5
+    # Not in the table: + this x KL(reference || policy) on the rollout's states, the reference being the frozen
+    # policy a fine-tune started from (`train --init`): what it knew (gemm's distributing interchange) stays
+    # unless the reward pays for leaving it. 0: off.
+    kl_ref: float = 0.0
 
 
 @dataclass
@@ -114,9 +118,12 @@ def gae(steps: list[Step], bootstrap: float, gamma: float, lam: float) -> tuple[
 
 
 def _minibatch_loss(model: ActorCritic, steps: list[Step], adv: torch.Tensor, ret: torch.Tensor,
-                    cfg: PPOConfig, entropy_coef: float) -> tuple[torch.Tensor, dict]:
-    """L = -clip objective + c1 * value loss - c2 * entropy (Alg. 1 line 18, as a loss to minimize)."""
-    logits, values = model(Batch.from_data_list([s.graph for s in steps]))
+                    cfg: PPOConfig, entropy_coef: float, reference: ActorCritic | None = None
+                    ) -> tuple[torch.Tensor, dict]:
+    """L = -clip objective + c1 * value loss - c2 * entropy (Alg. 1 line 18, as a loss to minimize),
+    + kl_ref * KL(reference || policy) when a reference policy is given."""
+    batch = Batch.from_data_list([s.graph for s in steps])
+    logits, values = model(batch)
     mask = torch.as_tensor(np.stack([s.mask for s in steps]))
     dist = distribution(logits, mask)
     actions = torch.tensor([s.action for s in steps])
@@ -127,14 +134,22 @@ def _minibatch_loss(model: ActorCritic, steps: list[Step], adv: torch.Tensor, re
     value_loss = torch.nn.functional.mse_loss(values, ret)
     entropy = dist.entropy().mean()
     loss = policy_loss + cfg.value_coef * value_loss - entropy_coef * entropy
+    kl_ref = torch.zeros(())
+    if reference is not None and cfg.kl_ref > 0:
+        with torch.no_grad():
+            ref_dist = distribution(reference(batch)[0], mask)
+        kl_ref = torch.distributions.kl_divergence(ref_dist, dist).mean()
+        loss = loss + cfg.kl_ref * kl_ref
     with torch.no_grad():
         stats = {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy.item(),
-                 "approx_kl": (old - logp).mean().item(), "clip_frac": ((ratio - 1).abs() > cfg.clip).float().mean().item()}
+                 "approx_kl": (old - logp).mean().item(), "clip_frac": ((ratio - 1).abs() > cfg.clip).float().mean().item(),
+                 "kl_ref": kl_ref.item()}
     return loss, stats
 
 
 def update(model: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollout, bootstrap: float,
-           cfg: PPOConfig, entropy_coef: float, rng: np.random.Generator) -> dict:
+           cfg: PPOConfig, entropy_coef: float, rng: np.random.Generator, reference: ActorCritic | None = None
+           ) -> dict:
     """`cfg.epochs` passes of shuffled minibatches over the rollout; returns mean losses."""
     adv, ret = gae(rollout.steps, bootstrap, cfg.gamma, cfg.lam)
     adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(adv) > 1 else adv
@@ -145,7 +160,7 @@ def update(model: ActorCritic, optimizer: torch.optim.Optimizer, rollout: Rollou
         for lo in range(0, len(order), cfg.minibatch):
             idx = order[lo: lo + cfg.minibatch]
             loss, st = _minibatch_loss(model, [rollout.steps[i] for i in idx], adv_t[idx], ret_t[idx], cfg,
-                                       entropy_coef)
+                                       entropy_coef, reference)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)

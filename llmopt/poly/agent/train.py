@@ -67,7 +67,7 @@ from llmopt.poly.agent.reward import REWARDS
 from llmopt.poly.measure import Measurer
 
 LOG_FIELDS = ["update", "steps", "episodes", "mean_return", "geomean_speedup", "policy_loss", "value_loss",
-              "entropy", "approx_kl", "clip_frac", "entropy_coef", "hit_rate", "minutes"]
+              "entropy", "approx_kl", "clip_frac", "kl_ref", "entropy_coef", "hit_rate", "minutes"]
 
 
 @dataclass
@@ -141,6 +141,18 @@ def _setup(run_dir: Path, cfg: TrainConfig, init: Path | None, log):
     return model, opt, 0, rng
 
 
+def reference_policy(cfg: TrainConfig) -> ActorCritic | None:
+    """The frozen policy of `ppo.kl_ref` (the `--init` one, also when a run resumes); None when it is off."""
+    if cfg.ppo.kl_ref <= 0:
+        return None
+    if not cfg.init:
+        raise UsageError("--kl-ref keeps the policy near the one it started from: it needs --init POLICY")
+    reference = ActorCritic(cfg.hidden, cfg.heads)
+    state = torch.load(cfg.init, map_location="cpu", weights_only=False)
+    reference.load_state_dict(state.get("model", state), strict=False)
+    return reference.eval().requires_grad_(False)
+
+
 def _check_resume(saved: dict, cfg: TrainConfig) -> None:
     """One run, one reward: a curve that switches reward half-way compares with nothing."""
     old = (saved.get("reward", "measured"), saved.get("cost_model"))
@@ -167,6 +179,7 @@ def train(run_dir: str | Path, cfg: TrainConfig | None = None, measurer: Measure
     torch.set_num_threads(1)
     torch.manual_seed(cfg.seed)
     model, opt, first, rng = _setup(run_dir, cfg, Path(init) if init else None, log)
+    reference = reference_policy(cfg)
     write_atomic(run_dir / "config.json", json.dumps(asdict(cfg), indent=1) + "\n")
     model_file = cfg.cost_model or "the shipped cost model"
     log(f"reward: {cfg.reward}" + (f" ({model_file})" if cfg.reward == "costmodel" else ""))
@@ -181,7 +194,7 @@ def train(run_dir: str | Path, cfg: TrainConfig | None = None, measurer: Measure
             break
         rollout, obs, info = collect(env, model, cfg.ppo.batch_size, obs, info)
         c2 = entropy_coef(cfg.ppo, u, cfg.updates)
-        stats = update(model, opt, rollout, value_of(model, obs), cfg.ppo, c2, rng)
+        stats = update(model, opt, rollout, value_of(model, obs), cfg.ppo, c2, rng, reference)
         row = {"update": u, "steps": (u + 1) * cfg.ppo.batch_size, "episodes": len(rollout.returns),
                "mean_return": float(np.mean(rollout.returns)) if rollout.returns else float("nan"),
                "geomean_speedup": float(np.exp(np.mean(np.log(np.maximum(rollout.speedups, 1e-9)))))
@@ -236,6 +249,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--entropy-start", type=float, default=PPOConfig.entropy_start,
                    help="entropy bonus at the first update, decaying linearly to 0 (Table 4.2: 0.5, for a policy "
                         "learning from scratch; a policy started with --init keeps what it knows with ~0.01)")
+    p.add_argument("--kl-ref", type=float, default=0.0,
+                   help="+ this x KL(--init policy || policy) in the PPO loss: a fine-tune keeps what the policy "
+                        "it started from knows unless the reward pays for leaving it (0: off)")
     p.add_argument("--programs", type=int, default=2000, help="generated training programs")
     p.add_argument("--small", action="store_true", help="small programs (smoke runs)")
     p.add_argument("--max-steps", type=int, default=MAX_STEPS)
@@ -260,7 +276,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     cfg = TrainConfig(ppo=PPOConfig(batch_size=args.batch_size, minibatch=args.minibatch,
-                                    entropy_start=args.entropy_start), updates=args.updates,
+                                    entropy_start=args.entropy_start, kl_ref=args.kl_ref), updates=args.updates,
                       programs=args.programs, small=args.small, max_steps=args.max_steps, repeats=args.repeats,
                       minutes=args.minutes, seed=args.seed, reward=args.reward, pretrain=args.pretrain,
                       pretrain_epochs=args.pretrain_epochs, pretrain_data=args.pretrain_data, init=args.init)
