@@ -15,6 +15,10 @@ programs, beside Table 2's form, the mean of 1 - ratio (and that with ratios cap
 the data's best would otherwise outweigh every loss).  `--out` is written after every program, and a rerun
 into it resumes: a model's answer already there is kept.
 
+`--agents POLICY...` chooses the hybrid's agent the same way ("beam-model-agent" with the final schedule):
+each agent's greedy schedule is timed beside the first model's answer, and the faster one is the hybrid's
+answer (key `MODEL+POLICY`), so agents are compared on programs none of them was judged on.
+
 Programs: those of `--split` (the models' own split: they must share it, `train --seed`) in the folders,
 running at least `--min-baseline-ms`, with a measured best of at least `--min-best` (where nothing gains,
 every verified search answers ~1x and the program tells the models nothing), first `--limit` by hash.
@@ -89,6 +93,19 @@ def search_one(prog, model, measurer: Measurer, verify: int, candidates: str = D
     return {"schedule": answer, "speedup": speedup, "model_seconds": model_seconds}
 
 
+def with_agent(prog, bsm: dict, policy_path: str, measurer: Measurer) -> dict:
+    """The hybrid's answer: the agent's final greedy schedule timed beside BSM's answer `bsm`; the faster."""
+    from llmopt.poly.agent.policy import cached_policy
+
+    sched = cached_policy(policy_path).schedule(prog, measurer)
+    answer = {"schedule": bsm["schedule"], "speedup": bsm["speedup"], "agent": notation(sched)}
+    if sched.transforms:
+        got = measurer.paired(prog, sched, slower=SLOWER)
+        if got.get("ok") and got["speedup"] > bsm["speedup"] * (1 + DEFAULT_MIN_GAIN):
+            answer |= {"schedule": notation(sched), "speedup": float(got["speedup"])}
+    return answer
+
+
 def label(entry: str) -> str:
     """A short name for a model file: its folder for train's OUT/costmodel.pt, else its stem (and the rule)."""
     path, _, rule = entry.partition("@")
@@ -141,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--candidates", nargs="+", default=[DEFAULT_CANDIDATES], choices=list(CANDIDATE_RULES),
                    help="which predictions a search times (search.verify_candidates); several compare them")
     p.add_argument("--repeats", type=int, default=10, help="timed runs per paired measurement")
+    p.add_argument("--agents", nargs="+", default=[], metavar="POLICY",
+                   help="also the hybrid of the first model with each of these agent policies (module docstring)")
     p.add_argument("--out", default=None, help="also write the rows and the summary here as JSON")
     a = p.parse_args(argv)
     from llmopt.poly.costmodel.model import load_model
@@ -155,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
             prog, before = program_from_dict(entry["program"]), done.get(entry["hash"], {})
             got = {key: before.get(key) or search_one(prog, cached_model(m), measurer, a.verify, rule)
                    for key, m, rule in entries(a.models, a.candidates)}
+            first = entries(a.models, a.candidates)[0][0]
+            got |= {f"{first}+{pol}": before.get(f"{first}+{pol}") or with_agent(prog, got[first], pol, measurer)
+                    for pol in a.agents}
             rows.append({name: v for name, v in entry.items() if name != "program"} | {"models": got})
             print(f"[{k + 1}/{len(progs)}] {entry['hash'][:10]} best {entry['best']:.2f}x: "
                   + ", ".join(f"{label(m)} {g['speedup']:.2f}x" for m, g in got.items()), file=sys.stderr)
@@ -162,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
                 write(a.out, vars(a), rows)
     finally:
         measurer.close()
-    print(json.dumps(summarize(rows, [key for key, _, _ in entries(a.models, a.candidates)]), indent=1))
+    first = entries(a.models, a.candidates)[0][0]
+    keys = [key for key, _, _ in entries(a.models, a.candidates)] + [f"{first}+{pol}" for pol in a.agents]
+    print(json.dumps(summarize(rows, keys), indent=1))
     return 0
 
 

@@ -171,6 +171,22 @@ def test_costmodel_select_searches_held_out_programs_and_times_the_answers(model
     assert summary["programs"] == len(hashes) and 0 <= summary["within_10pct"] <= len(hashes)
     ratios = [a["speedup"] / r["best"] for a, r in zip(answers, got["rows"], strict=True)]
     assert summary["geomean_ratio"] == pytest.approx(math.exp(sum(map(math.log, ratios)) / len(ratios)))
+    # --agents: the hybrid of the model with an agent is never slower than the model's answer alone.
+    import torch
+
+    from llmopt.poly.agent.model import ActorCritic
+
+    torch.manual_seed(0)
+    policy, agent = tmp_path / "agent.pt", ActorCritic(hidden=16, heads=2)
+    torch.save({"model": agent.state_dict(), "model_config": agent.config}, policy)
+    hybrid_out = tmp_path / "hybrid.json"
+    assert costmodel_select.main([str(model), "--data", str(data), "--split", "test", "--min-baseline-ms", "0",
+                                  "--min-best", "0", "--verify", "1", "--repeats", "2", "--agents", str(policy),
+                                  "--out", str(hybrid_out)]) == 0
+    rows = json.loads(hybrid_out.read_text())["rows"]
+    key = f"{model}+{policy}"
+    assert all(r["models"][key]["speedup"] >= r["models"][str(model)]["speedup"] for r in rows)
+    assert all("agent" in r["models"][key] for r in rows)
     monkeypatch.setattr(costmodel_select, "search_one", lambda *_: pytest.fail("a finished answer searched again"))
     assert costmodel_select.main([str(model), "--data", str(data), "--split", "test", "--min-baseline-ms", "0",
                                   "--min-best", "0", "--out", str(out)]) == 0  # resumes: every answer is there
