@@ -14,10 +14,12 @@ x.json", "set": {"lr": 0.001}}, ...]}`.  Each run is `training.cli CONFIG` with 
 the carried data (`--data`, default .device/data) and `max_minutes` = the run's `minutes` or the plan's;
 the values in `set` win.  A run with `"after": "EARLIER_RUN"` is a second stage: it starts when that run
 ends, from its final model (`"init": "best"`: its lowest-validation-loss one), so that one call can
-pre-train and then fine-tune (two stages may follow one run).  Afterwards each run's `best/` (lowest validation loss) and `model/` (final) are copied with
-bf16 weights, and everything (models, logs, stdout) goes into one tar split into 15 MiB parts in $OUT:
-the tool returns at most 8 files, 16 MiB each, 64 MiB in all.  Models that would not fit are left out,
-final models before best ones, and the summary says so.  A run that fails keeps its logs in the pack.
+pre-train and then fine-tune (two stages may follow one run).  Afterwards the models each run's `keep`
+names (default `["best", "model"]`: lowest validation loss, then final) are copied with bf16 weights,
+and everything (models, logs, stdout) goes into one tar split into 15 MiB parts in $OUT: the tool
+returns at most 8 files, 16 MiB each, 64 MiB in all.  Models that would not fit are left out (second
+choices before first ones), the summary says so, and `run PLAN --only RUN/KIND,...` packs them from the
+still-warm machine without training.  A run that fails keeps its logs in the pack.
 """
 
 from __future__ import annotations
@@ -65,11 +67,10 @@ def _minutes(plan: dict[str, Any], run: dict[str, Any]) -> float:
 
 def chain_minutes(plan: dict[str, Any]) -> float:
     """The longest chain of `after` stages: how long the whole plan trains."""
-    by_name = {r["name"]: r for r in plan["runs"]}
     total: dict[str, float] = {}
     for run in plan["runs"]:  # earlier runs first (load_plan checks it)
         total[run["name"]] = _minutes(plan, run) + (total[run["after"]] if run.get("after") else 0.0)
-    return max(total[name] for name in by_name)
+    return max(total.values())
 
 
 def _command(run: dict[str, Any], data: str, out_dir: Path, minutes: float, init: Path | None = None) -> list[str]:
