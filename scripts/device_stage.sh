@@ -42,7 +42,8 @@ stage() {
     for f in "$more"/lists-*.json.gz "$more/README.md"; do if [[ -e "$f" ]]; then cp "$f" ".device/data$n/"; fi; done
     mix="$mix,.device/data$n"; n=$((n + 1))
   done
-  # Runs with `with_ir: false` never read the optimized IR, the bulk of a train split: emptied, four parts fit.
+  # Runs with `with_ir: false` never read the optimized IR (a quarter of a train split's text): emptied and
+  # re-compressed, the four parts fit the carry.
   if (( without_ir )); then
     python3 -c 'import sys, pyarrow as pa, pyarrow.parquet as pq
 for path in sys.argv[1:]:

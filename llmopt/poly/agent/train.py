@@ -134,11 +134,15 @@ def _setup(run_dir: Path, cfg: TrainConfig, init: Path | None, log):
         log(f"resuming {ckpt_path} after update {ckpt['update']}")
         return model, opt, ckpt["update"] + 1, rng
     if init is not None:
-        state = torch.load(init, map_location="cpu", weights_only=False)
-        state = state.get("model", state)  # a policy file or training checkpoint keeps its weights under "model"
-        missing = model.load_state_dict(state, strict=False)
+        missing = model.load_state_dict(policy_weights(init), strict=False)
         log(f"initialized from {init} (fresh: {sorted({k.split('.')[0] for k in missing.missing_keys})})")
     return model, opt, 0, rng
+
+
+def policy_weights(path: str | Path) -> dict:
+    """The weights of a policy file or training checkpoint (both keep them under "model")."""
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    return state.get("model", state)
 
 
 def reference_policy(cfg: TrainConfig) -> ActorCritic | None:
@@ -148,8 +152,7 @@ def reference_policy(cfg: TrainConfig) -> ActorCritic | None:
     if not cfg.init:
         raise UsageError("--kl-ref keeps the policy near the one it started from: it needs --init POLICY")
     reference = ActorCritic(cfg.hidden, cfg.heads)
-    state = torch.load(cfg.init, map_location="cpu", weights_only=False)
-    reference.load_state_dict(state.get("model", state), strict=False)
+    reference.load_state_dict(policy_weights(cfg.init), strict=False)
     return reference.eval().requires_grad_(False)
 
 
