@@ -216,3 +216,17 @@ def test_notation_is_pearls():
     sched = Schedule((Parallel("S0", 0), Tile("S0", 1, sizes=(32, 64)), Unroll("S0", factor=4),
                       Interchange("S2", 0), Skew("S2", 1, 1)))
     assert notation(sched) == "S0: P(0) T(1,2,32,64) U(4) | S2: I(0,1) S(1,2)"
+
+
+def test_parallel_statement_seeds_find_fdtd2ds_nest_and_skip_sequential_ones():
+    """`distributing_seeds.py --parallel-statements N` keeps a program by the statements whose outermost
+    spatial loop may run in parallel: all four of fdtd-2d's (past its time loop), none of seidel2d's
+    (an in-place stencil carries a dependence on every loop)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import distributing_seeds
+
+    assert distributing_seeds.outer_parallel_statements(benchmark("fdtd-2d", small=True)) == ["S0", "S1", "S2", "S3"]
+    assert distributing_seeds.outer_parallel_statements(benchmark("seidel2d", small=True)) == []
