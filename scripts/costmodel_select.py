@@ -169,13 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(progs)} {a.split} programs", file=sys.stderr)
     measurer = Measurer(open_cache(DEFAULT_CACHE_DIR / "poly.sqlite") or scratch_cache(), a.repeats, threads=2)
     done, rows = finished_rows(a.out), []
-    first = entries(a.models, a.candidates)[0][0]  # the hybrids' model
-    keys = [key for key, _, _ in entries(a.models, a.candidates)] + [f"{first}+{pol}" for pol in a.agents]
+    searches = entries(a.models, a.candidates)
+    first = searches[0][0]  # the hybrids' model
+    keys = [key for key, _, _ in searches] + [f"{first}+{pol}" for pol in a.agents]
     try:
         for k, entry in enumerate(progs):
             prog, before = program_from_dict(entry["program"]), done.get(entry["hash"], {})
             got = {key: before.get(key) or search_one(prog, cached_model(m), measurer, a.verify, rule)
-                   for key, m, rule in entries(a.models, a.candidates)}
+                   for key, m, rule in searches}
             got |= {f"{first}+{pol}": before.get(f"{first}+{pol}") or with_agent(prog, got[first], pol, measurer)
                     for pol in a.agents}
             rows.append({name: v for name, v in entry.items() if name != "program"} | {"models": got})
