@@ -37,6 +37,7 @@ from llmopt.poly.costmodel.features import COMP_FEATURES, featurize
 from llmopt.poly.costmodel.model import (
     CostModel,
     CostModelError,
+    Ensemble,
     ModelConfig,
     load_model,
     predict,
@@ -337,7 +338,7 @@ def test_an_init_seed_changes_the_weights_and_the_order_but_not_the_split():
 def test_an_ensemble_answers_the_mean_log_speedup_and_keeps_only_unseen_test_programs(tmp_path):
     """`ensemble`: one file of several models, loaded like one; its test programs are none's training ones."""
     from llmopt.poly.costmodel.ensemble import build, main
-    from llmopt.poly.costmodel.model import Ensemble, predict_many
+    from llmopt.poly.costmodel.model import predict_many
 
     metas = [{"seed": 0, "fractions": [0.6, 0.2], "programs": {"train": ["a", "b"], "validation": ["c"], "test": ["d", "e"]}},
              {"seed": 0, "fractions": [0.6, 0.2], "programs": {"train": ["a", "b", "e"], "validation": ["c"], "test": ["d"]}}]
@@ -379,6 +380,38 @@ def test_a_share_of_the_training_programs_is_nested_and_leaves_the_other_splits_
     assert 0.4 < len(half) / len(train_programs) < 0.6
     kept = train_share_of(ds, dataclasses.replace(cfg, train_share=0.5))
     assert len(kept.trees) == len(kept.speedups) == 2 * len(half)
+
+
+def test_a_fine_tune_starts_from_the_files_weights_statistics_and_architecture(data_dir, tmp_path):
+    """`--init-from MODEL`: the run starts where MODEL ended (weights and the input statistics it was fitted
+    with, not the new data's), in MODEL's architecture; an ensemble or a missing file is a clear error."""
+    import numpy as np
+
+    rows = load_rows(data_dir)
+    first = tmp_path / "first.jsonl"
+    first.write_text("".join(json.dumps(r) + "\n" for r in rows if r["seed"] == rows[0]["seed"]))
+    tiny = dataclasses.replace(ModelConfig.tiny(), normalize=True)
+    train([first], tmp_path / "base", TrainConfig(epochs=1, fractions=(1.0, 0.0), model=tiny),
+          log=lambda *_: None, progress=False)
+    base, _ = load_model(tmp_path / "base" / "costmodel.pt")
+    # A fine-tune on all the rows at a vanishing rate: the default (A.1-sized) config is replaced by the file's.
+    cfg = TrainConfig(epochs=1, max_lr=1e-12, fractions=(0.5, 0.25), init_from=str(tmp_path / "base" / "costmodel.pt"))
+    train([data_dir], tmp_path / "tuned", cfg, log=lambda *_: None, progress=False)
+    tuned, meta = load_model(tmp_path / "tuned" / "costmodel.pt")
+    assert tuned.cfg == tiny and meta["init_from"] == cfg.init_from
+    for (name, a), b in zip(base.state_dict().items(), tuned.state_dict().values(), strict=True):
+        assert torch.allclose(a, b, atol=1e-6), name  # in_mean / in_std included: not the new rows' statistics
+    comps = np.concatenate([t.comps for t in featurize_rows(rows, cfg, progress=False)["train"].trees])
+    assert not np.allclose(tuned.in_mean.numpy(), comps.mean(0), atol=1e-5)
+    moved = TrainConfig(epochs=1, max_lr=1e-2, fractions=(0.5, 0.25), init_from=cfg.init_from)
+    train([data_dir], tmp_path / "moved", moved, log=lambda *_: None, progress=False)
+    after, _ = load_model(tmp_path / "moved" / "costmodel.pt")
+    assert any(not torch.allclose(a, b) for a, b in zip(base.parameters(), after.parameters(), strict=True))
+    save_model(Ensemble([base, after]), tmp_path / "ens.pt")
+    for path, message in ((tmp_path / "ens.pt", "ensemble"), (tmp_path / "none.pt", "no such")):
+        with pytest.raises(UsageError, match=message):
+            train([data_dir], tmp_path / "bad", dataclasses.replace(cfg, init_from=str(path)),
+                  log=lambda *_: None, progress=False)
 
 
 def test_training_on_several_folders_uses_every_row(data_dir, tmp_path):

@@ -85,6 +85,9 @@ class TrainConfig:
     train_share: float = 1.0  # train on this share of the training programs (a learning curve; same test)
     min_baseline_ms: float = 0.0  # drop programs whose original schedule runs faster than this (every split)
     loss: str = "mape"  # "mape" (the paper's) or "log" (`model.log_error`), beside `rank_weight` x rank loss
+    # Fine-tune: start from this saved cost model's weights, input statistics and architecture (which replace
+    # `model`), so new labels can be added without retraining from scratch.
+    init_from: str | None = None
     model: ModelConfig = field(default_factory=ModelConfig)
 
     @property
@@ -258,7 +261,8 @@ class Trainer:
                 **({"train_share": self.cfg.train_share} if self.cfg.train_share < 1.0 else {}),
                 **({"min_baseline_ms": self.cfg.min_baseline_ms} if self.cfg.min_baseline_ms else {}),
                 **({"loss": self.cfg.loss} if self.cfg.loss != "mape" else {}),
-                **({"init_seed": self.cfg.init_seed} if self.cfg.init_seed is not None else {})}
+                **({"init_seed": self.cfg.init_seed} if self.cfg.init_seed is not None else {}),
+                **({"init_from": self.cfg.init_from} if self.cfg.init_from else {})}
 
     def state(self) -> dict:
         return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "sched": self.sched.state_dict(),
@@ -281,10 +285,27 @@ def _checkpoint(path: Path, trainer: Trainer) -> None:
 
 def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) -> dict:
     return {"data": data, "fractions": list(cfg.fractions), "seed": cfg.seed, "init_seed": cfg.weights_seed,
+            **({"init_from": cfg.init_from} if cfg.init_from else {}),
             "history": history,
             "loss": cfg.loss, "rank_weight": cfg.rank_weight, "min_baseline_ms": cfg.min_baseline_ms,
             "programs": {s: sorted(set(sets[s].programs)) for s in SPLITS},
             "samples": {s: len(sets[s].trees) for s in SPLITS}}
+
+
+def fine_tune_start(cfg: TrainConfig) -> tuple[dict | None, TrainConfig]:
+    """(the weights a fine-tune starts from, `cfg` with their architecture) for `cfg.init_from`; (None, cfg)
+    for a run from scratch.  Why the file's input statistics too: the weights were fitted to inputs
+    standardized by them, and the new data's would shift every input the network knows."""
+    if not cfg.init_from:
+        return None, cfg
+    path = Path(cfg.init_from)
+    if not path.is_file():
+        raise UsageError(f"--init-from {path}: no such cost model file")
+    blob = torch.load(path, map_location=cfg.device, weights_only=False)
+    if "members" in blob:
+        raise UsageError(f"--init-from {path} is an ensemble; fine-tune one of its members")
+    model = ModelConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["config"].items()})
+    return blob["state"], dataclasses.replace(cfg, model=model)
 
 
 def at_least(rows: list[dict], min_baseline_ms: float) -> list[dict]:
@@ -305,6 +326,7 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
         raise UsageError(f"unknown loss {cfg.loss!r}: one of {', '.join(LOSSES)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    start, cfg = fine_tune_start(cfg)  # before featurizing: a wrong file fails in a second, not minutes
     folders = [data] if isinstance(data, (str, os.PathLike)) else list(data)
     data = " + ".join(map(str, folders))
     rows = at_least([row for folder in folders for row in load_rows(folder)], cfg.min_baseline_ms)
@@ -315,7 +337,9 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
     if not sets["train"].trees:
         raise UsageError(f"{data}: no training programs after the split (collect more programs)")
     trainer = Trainer(cfg, len(batches(sets["train"], cfg.batch_size)))
-    if cfg.model.normalize:  # a resumed run loads the same statistics with its weights
+    if start is not None:
+        trainer.model.load_state_dict(start)
+    elif cfg.model.normalize:  # a resumed run loads the same statistics with its weights
         trainer.model.set_input_stats(np.concatenate([t.comps for t in sets["train"].trees]))
     if (out / "last.pt").exists():
         trainer.load(torch.load(out / "last.pt", map_location=cfg.device, weights_only=False), out / "last.pt")
@@ -377,14 +401,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="mape (the paper's; default) or log: |log predicted - log measured|, symmetric in gains and losses")
     p.add_argument("--min-baseline-ms", type=float, default=0.0,
                    help="keep only programs whose original schedule runs at least this long (every split; default 0)")
+    p.add_argument("--init-from", metavar="MODEL",
+                   help="fine-tune: start from this cost model's weights, input statistics and architecture "
+                        "(so not with --tiny, --dropout or --normalize), e.g. to add new labels at a low --lr")
     args = p.parse_args(argv)
+    if args.init_from and (args.tiny or args.dropout is not None or args.normalize):
+        raise UsageError("--init-from takes the architecture from the model file: drop --tiny, --dropout and --normalize")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, max_lr=args.lr, seed=args.seed,
                       device=args.device, threads=args.threads, model=ModelConfig.tiny() if args.tiny else ModelConfig(),
                       rank_weight=args.rank_weight, weight_decay=args.weight_decay,
                       train_share=args.train_share, min_baseline_ms=args.min_baseline_ms,
-                      loss=args.loss, init_seed=args.init_seed)
+                      loss=args.loss, init_seed=args.init_seed, init_from=args.init_from)
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     if args.normalize:
