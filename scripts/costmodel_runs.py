@@ -5,7 +5,8 @@ setting of `--verify`, each run repeated), with every run's numbers and their me
         verify2=runs/c/results.json --out docs/results/costmodel/verify-29/summary.json
 
 `--agent NAME` reads group NAME's numbers from the runs' `with_agent` block (BSM + the agent's walk, runs made
-with `--with-agent`) instead of plain BSM's.
+with `--with-agent`) instead of plain BSM's.  A second table gives, per benchmark, the mean over the group's runs
+of its answer's time against BSE's, both timed side by side (1.00: as fast as BSE; where a model loses).
 
 A single run of Table 2 moves by several points between repetitions on a shared machine (one benchmark's
 best schedule measures 15x in one run and 25x in the next), so settings are compared by the mean of
@@ -29,6 +30,8 @@ COLUMNS = [(("search_speedup",), "search speedup, full cost"),
            (("degradation_pct",), "degradation, side by side"),
            (("degradation_geomean_pct",), "1 - geomean ratio"),
            (("search_timings", "degradation_pct"), "degradation, own timings")]
+# Per benchmark row: BSM's (or BSM + agent's) speed over BSE's, both timed side by side in the run.
+RATIO_KEYS = {False: "bsm_vs_bse_side", True: "bsma_vs_bse_side"}
 
 
 def value(summary: dict, path: tuple[str, ...]) -> float | None:
@@ -41,6 +44,11 @@ def group_numbers(files: list[str], agent: bool = False) -> dict:
     """{column title: [each run's value]} and the runs' files and BSM settings (which must agree); with
     `agent`, the numbers of BSM + agent (a run without them is an error)."""
     runs = [json.loads(Path(f).read_text()) for f in files]
+    per_benchmark: dict[str, list[float]] = {}
+    for r in runs:
+        for row in r.get("rows", []):
+            if RATIO_KEYS[agent] in row:
+                per_benchmark.setdefault(row["benchmark"], []).append(row[RATIO_KEYS[agent]])
     if agent:
         if missing := [f for f, r in zip(files, runs, strict=True) if "with_agent" not in r]:
             raise UsageError(f"{missing} were not run with --with-agent")
@@ -49,7 +57,20 @@ def group_numbers(files: list[str], agent: bool = False) -> dict:
     if len(settings) != 1:
         raise UsageError(f"the runs {files} were made with different settings: {sorted(settings)}")
     return {"files": files, "settings": json.loads(settings.pop()), "with_agent": agent,
-            "columns": {title: [value(r, path) for r in runs] for path, title in COLUMNS}}
+            "columns": {title: [value(r, path) for r in runs] for path, title in COLUMNS},
+            "per_benchmark": per_benchmark}
+
+
+def benchmark_table(groups: dict[str, dict]) -> str:
+    """Groups as rows, benchmarks as columns: the mean ratio to BSE's speed, side by side."""
+    names = list(dict.fromkeys(b for g in groups.values() for b in g.get("per_benchmark", {})))
+    if not names:
+        return ""
+    lines = ["| group | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
+    for name, g in groups.items():
+        per = g.get("per_benchmark", {})
+        lines.append(f"| {name} | " + " | ".join(f"{np.mean(per[b]):.2f}" if per.get(b) else "n/a" for b in names) + " |")
+    return "\n".join(lines)
 
 
 def table(groups: dict[str, dict]) -> str:
@@ -79,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"{spec!r}: expected NAME=results.json[,results.json...]")
         groups[name] = group_numbers(files.split(","), agent=name in a.agent)
     print(table(groups))
+    if per := benchmark_table(groups):
+        print("\nPer benchmark, the answer's speed over BSE's, timed side by side (mean of the runs):\n\n" + per)
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(a.out, json.dumps(groups, indent=1))

@@ -207,6 +207,8 @@ def test_costmodel_runs_averages_repeated_runs_and_refuses_mixed_settings(tmp_pa
         path.write_text(json.dumps({"config": {"verify": verify, "candidates": "best", "budget_seconds": 900},
                                     "search_speedup": 100.0 / verify, "degradation_pct": degradation,
                                     "search_timings": {"degradation_pct": own},
+                                    "rows": [{"benchmark": "gemm", "bsm_vs_bse_side": 1 - degradation / 100,
+                                              "bsma_vs_bse_side": 1.0}],
                                     **({"with_agent": {"degradation_pct": degradation / 2}} if name == "b" else {})}))
         return str(path)
 
@@ -218,9 +220,12 @@ def test_costmodel_runs_averages_repeated_runs_and_refuses_mixed_settings(tmp_pa
     assert got["v4"]["columns"]["degradation, own timings"] == [20.0, 10.0]
     assert got["v1"]["settings"]["verify"] == 1 and got["v1"]["columns"]["search speedup, full cost"] == [100.0]
     assert "**4.0** (2.0 / 6.0)" in costmodel_runs.table(got)  # the mean of the repeated runs, each beside it
+    assert got["v4"]["per_benchmark"] == {"gemm": [0.98, 0.94]}
+    assert "| v4 | 0.96 |" in costmodel_runs.benchmark_table(got)  # per benchmark, the runs' mean
     with pytest.raises(UsageError, match="different settings"):
         costmodel_runs.main([f"mixed={a},{c}"])
     assert costmodel_runs.main([f"agent={b}", "--agent", "agent", "--out", str(out)]) == 0  # BSM + agent's numbers
     assert json.loads(out.read_text())["agent"]["columns"]["degradation, side by side"] == [3.0]
+    assert json.loads(out.read_text())["agent"]["per_benchmark"] == {"gemm": [1.0]}  # the hybrid's own ratio
     with pytest.raises(UsageError, match="not run with --with-agent"):
         costmodel_runs.main([f"agent={a},{b}", "--agent", "agent"])
