@@ -11,7 +11,8 @@ The modules, in the order data flows through them:
 - `model`: `CostModel` (computation embedding MLP, recursive LSTM loop embedding, regression head;
   appendix A.1's sizes), `mape`, `save_model` / `load_model`, `predict(model, program, schedule)`;
 - `train`: split by program, MAPE + AdamW + one-cycle, checkpoints, resume
-  (`python -m llmopt.poly.costmodel.train DATA --out OUT`; `--init-seed` for another start on one split);
+  (`python -m llmopt.poly.costmodel.train DATA --out OUT`; `--init-seed` for another start on one split,
+  `--init-from MODEL` to fine-tune a saved one);
 - `ensemble`: several trained models as one file (`model.Ensemble`, the mean of their log speedups;
   `python -m llmopt.poly.costmodel.ensemble A.pt B.pt --out E.pt`);
 - `search`: `beam_model`, beam search scored by the model with the best predictions verified by
