@@ -385,8 +385,6 @@ def test_a_share_of_the_training_programs_is_nested_and_leaves_the_other_splits_
 def test_a_fine_tune_starts_from_the_files_weights_statistics_and_architecture(data_dir, tmp_path):
     """`--init-from MODEL`: the run starts where MODEL ended (weights and the input statistics it was fitted
     with, not the new data's), in MODEL's architecture; an ensemble or a missing file is a clear error."""
-    import numpy as np
-
     rows = load_rows(data_dir)
     first = tmp_path / "first.jsonl"
     first.write_text("".join(json.dumps(r) + "\n" for r in rows if r["seed"] == rows[0]["seed"]))

@@ -50,7 +50,9 @@ from llmopt.poly.costmodel.data import load_rows
 from llmopt.poly.costmodel.features import COMP_FEATURES, FEATURE_LAYOUT, Tree, featurize
 from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public answer, re-exported)
     CostModel,
+    Ensemble,
     ModelConfig,
+    load_model,
     log_error,
     mape,
     predict,
@@ -301,11 +303,10 @@ def fine_tune_start(cfg: TrainConfig) -> tuple[dict | None, TrainConfig]:
     path = Path(cfg.init_from)
     if not path.is_file():
         raise UsageError(f"--init-from {path}: no such cost model file")
-    blob = torch.load(path, map_location=cfg.device, weights_only=False)
-    if "members" in blob:
+    model, _ = load_model(path, cfg.device)  # its config, weights and feature-count check
+    if isinstance(model, Ensemble):
         raise UsageError(f"--init-from {path} is an ensemble; fine-tune one of its members")
-    model = ModelConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["config"].items()})
-    return blob["state"], dataclasses.replace(cfg, model=model)
+    return model.state_dict(), dataclasses.replace(cfg, model=model.cfg)
 
 
 def at_least(rows: list[dict], min_baseline_ms: float) -> list[dict]:
@@ -363,8 +364,6 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
 
 def _report(out: Path, sets: dict[str, Dataset], cfg: TrainConfig, log) -> dict:
     """MAPE of the best model on every split, saved to OUT/metrics.json."""
-    from llmopt.poly.costmodel.model import load_model
-
     best, _ = load_model(out / "costmodel.pt", cfg.device)
     both = {s: scores(best, sets[s]) for s in SPLITS}
     metrics = {**{f"mape_{s}": both[s][0] for s in SPLITS}, **{f"pick_{s}": both[s][1] for s in SPLITS}}
