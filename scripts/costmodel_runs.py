@@ -11,12 +11,20 @@ of its answer's time against BSE's, both timed side by side (1.00: as fast as BS
 A single run of Table 2 moves by several points between repetitions on a shared machine (one benchmark's
 best schedule measures 15x in one run and 25x in the next), so settings are compared by the mean of
 repeated runs, each run's spread shown beside it.  Prints a markdown table; `--out` keeps the numbers.
+
+`--results DEST` (the shipped model's runs, e.g. `docs/results/costmodel/results.json`) writes the first group's
+median run (by BSM + agent's degradation when the runs have it, else BSM's) to DEST with `repeat_runs`: every
+run's Table 2 numbers and their means, BSM's and BSM + agent's, files named relative to DEST.  Keys of an existing
+DEST that a run does not write (e.g. `previous_machines`, added by hand) are kept; a run's `results.md` and
+`scatter.png` beside a `results.json` are copied beside DEST.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -86,12 +94,45 @@ def table(groups: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def repeat_block(runs: list[dict], files: list[str]) -> dict:
+    """{"files", one list per Table 2 number (key path joined by "_"), "means"} of repeated runs."""
+    block: dict = {"files": files}
+    for path, _ in COLUMNS:
+        block["_".join(path)] = [value(r, path) for r in runs]
+    block["means"] = {k: float(np.mean(v)) for k, v in block.items() if k != "files" and None not in v}
+    return block
+
+
+def write_results(dest: str | os.PathLike, files: list[str]) -> str:
+    """Write the median of `files` (eval.costmodel_eval results) to `dest` with their `repeat_runs`; returns
+    the file chosen."""
+    runs = [json.loads(Path(f).read_text()) for f in files]
+    order = sorted(range(len(runs)), key=lambda k: (runs[k].get("with_agent") or runs[k])["degradation_pct"])
+    median = order[(len(runs) - 1) // 2]
+    dest = Path(dest)
+    names = [os.path.relpath(f, dest.parent) for f in files]
+    repeat = {"median_run": names[median], **repeat_block(runs, names)}
+    if all("with_agent" in r for r in runs):
+        repeat["with_agent"] = repeat_block([r["with_agent"] for r in runs], names)
+    kept = json.loads(dest.read_text()) if dest.exists() else {}
+    kept = {k: v for k, v in kept.items() if k not in runs[median] and k != "repeat_runs"}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(dest, json.dumps({**runs[median], "repeat_runs": repeat, **kept}, indent=1) + "\n")
+    source = Path(files[median])
+    for sibling in ("results.md", "scatter.png") if source.name == "results.json" else ():
+        if (source.parent / sibling).exists():
+            shutil.copyfile(source.parent / sibling, dest.parent / sibling)
+    return files[median]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("groups", nargs="+", help="NAME=results.json[,results.json...]")
     p.add_argument("--agent", action="append", default=[], metavar="NAME",
                    help="group NAME reports BSM + agent (the runs' with_agent numbers); repeatable")
     p.add_argument("--out", help="write the numbers as JSON here")
+    p.add_argument("--results", metavar="DEST",
+                   help="write the first group's median run to DEST with every run's numbers (repeat_runs)")
     a = p.parse_args(argv)
     groups = {}
     for spec in a.groups:
@@ -105,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(a.out, json.dumps(groups, indent=1))
+    if a.results:
+        print(f"\n{a.results}: {write_results(a.results, next(iter(groups.values()))['files'])} with repeat_runs")
     return 0
 
 

@@ -229,3 +229,35 @@ def test_costmodel_runs_averages_repeated_runs_and_refuses_mixed_settings(tmp_pa
     assert json.loads(out.read_text())["agent"]["per_benchmark"] == {"gemm": [1.0]}  # the hybrid's own ratio
     with pytest.raises(UsageError, match="not run with --with-agent"):
         costmodel_runs.main([f"agent={a},{b}", "--agent", "agent"])
+
+
+def test_costmodel_runs_results_writes_the_median_run_with_every_runs_numbers(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import costmodel_runs
+
+    def run(name: str, bsm: float, hybrid: float) -> str:
+        folder = tmp_path / "runs" / name
+        folder.mkdir(parents=True)
+        (folder / "results.md").write_text(f"# run {name}\n")
+        (folder / "results.json").write_text(json.dumps({
+            "config": {"verify": 1, "candidates": "best", "budget_seconds": 900}, "search_speedup": 100.0 + bsm,
+            "degradation_pct": bsm, "search_timings": {"degradation_pct": 2 * bsm},
+            "with_agent": {"search_speedup": 90.0, "degradation_pct": hybrid}}))
+        return str(folder / "results.json")
+
+    files = [run("a", 10.0, 5.0), run("b", 20.0, 1.0), run("c", 30.0, 3.0)]
+    dest = tmp_path / "docs" / "results.json"
+    dest.parent.mkdir()
+    dest.write_text(json.dumps({"previous_machines": {"m": 1}, "search_speedup": 0.0}))
+    assert costmodel_runs.main(["shipped=" + ",".join(files), "--results", str(dest)]) == 0
+    got = json.loads(dest.read_text())
+    assert got["search_speedup"] == 130.0  # run c: the median by the hybrid's degradation, not BSM's (run b)
+    assert got["previous_machines"] == {"m": 1}  # a key the runs do not write is kept
+    rep = got["repeat_runs"]
+    assert rep["median_run"] == "../runs/c/results.json" and rep["files"][0] == "../runs/a/results.json"
+    assert rep["degradation_pct"] == [10.0, 20.0, 30.0] and rep["means"]["search_timings_degradation_pct"] == 40.0
+    assert rep["with_agent"]["degradation_pct"] == [5.0, 1.0, 3.0] and rep["with_agent"]["means"]["degradation_pct"] == 3.0
+    assert (dest.parent / "results.md").read_text() == "# run c\n"  # its report comes with it
