@@ -107,12 +107,13 @@ def write_results(dest: str | os.PathLike, files: list[str]) -> str:
     """Write the median of `files` (eval.costmodel_eval results) to `dest` with their `repeat_runs`; returns
     the file chosen."""
     runs = [json.loads(Path(f).read_text()) for f in files]
-    order = sorted(range(len(runs)), key=lambda k: (runs[k].get("with_agent") or runs[k])["degradation_pct"])
+    agent = all("with_agent" in r for r in runs)  # rank every run by the same number
+    order = sorted(range(len(runs)), key=lambda k: (runs[k]["with_agent"] if agent else runs[k])["degradation_pct"])
     median = order[(len(runs) - 1) // 2]
     dest = Path(dest)
     names = [os.path.relpath(f, dest.parent) for f in files]
     repeat = {"median_run": names[median], **repeat_block(runs, names)}
-    if all("with_agent" in r for r in runs):
+    if agent:
         repeat["with_agent"] = repeat_block([r["with_agent"] for r in runs], names)
     kept = json.loads(dest.read_text()) if dest.exists() else {}
     kept = {k: v for k, v in kept.items() if k not in runs[median] and k != "repeat_runs"}
