@@ -199,10 +199,31 @@ def test_a_folder_from_before_a_setting_existed_resumes_with_its_default(data_di
     old = tmp_path / "old"
     shutil.copytree(data_dir, old)
     config = json.loads((old / "config.json").read_text())
-    for key in ("source", "greedy_width", "greedy_depth", "iterations", "limits"):
+    for key in ("source", "greedy_width", "greedy_depth", "iterations", "limits", "min_baseline_ms"):
         config.pop(key)
     (old / "config.json").write_text(json.dumps(config))
     assert collect(old, range(3), CFG, workers=1, cache_path=str(old / "cache.sqlite"), progress=False) == 0
+
+
+def test_programs_under_the_baseline_floor_are_timed_once_skipped_and_stay_done(tmp_path):
+    """`--min-baseline-ms`: a floor above every test-size program skips them all (skipped.jsonl with each
+    program's -O3 time, no rows), packing keeps them done, and a resumed job measures nothing again."""
+    from llmopt.poly.costmodel.data import main, pack, skipped_seeds
+
+    out, cache = tmp_path / "floor", str(tmp_path / "cache.sqlite")
+    main([str(out), "--programs", "3", "--small", "--repeats", "1", "--schedules-per-program", "2",
+          "--min-baseline-ms", "1e6", "--cache", cache])
+    assert json.loads((out / "config.json").read_text())["min_baseline_ms"] == 1e6
+    skipped = [json.loads(line) for line in (out / "skipped.jsonl").read_text().splitlines()]
+    assert sorted(s["seed"] for s in skipped) == [0, 1, 2] and all(0 < s["baseline_ms"] < 1e6 for s in skipped)
+    pack(out)
+    assert skipped_seeds(out) == {0, 1, 2} and not list(out.glob("programs/*/*.jsonl"))
+    cfg = DataConfig(schedules_per_program=2, repeats=1, small=True, min_baseline_ms=1e6)
+    assert collect(out, range(3), cfg, cache_path=cache, progress=False) == 0
+    assert len((out / "skipped.jsonl").read_text().splitlines()) == 3  # nothing timed again
+    low = dataclasses.replace(cfg, min_baseline_ms=1e-6)  # under every program: all measured
+    assert collect(tmp_path / "low", range(2), low, cache_path=cache, progress=False) > 0
+    assert not (tmp_path / "low" / "skipped.jsonl").exists()
 
 
 def test_generator_limits_reach_the_programs_and_the_config(data_dir, tmp_path):

@@ -16,6 +16,7 @@ Output folder (`collect(out, ...)`; `python -m llmopt.poly.costmodel.data OUT --
     OUT/programs/SSS/SEED.jsonl     one finished program: one JSON row per measured schedule
     OUT/packed/BBBB.jsonl.gz        finished programs of seeds BBBB*100 .. +99, packed (`--pack`)
     OUT/failed.jsonl                programs that did not run as written (seed, error), skipped
+    OUT/skipped.jsonl               programs under the baseline floor (seed, baseline_ms; `--min-baseline-ms`)
 
 A program's file is written atomically (temporary file, then rename) only when all its schedules
 are measured, so the file is both its shard and its done marker: an interrupted job loses at most
@@ -89,6 +90,9 @@ class DataConfig:
     greedy_depth: int = 3  # greedy: transformations per branch at most
     iterations: tuple[float, float] | None = None  # generator.Limits.iterations override (None: its default)
     limits: dict | None = None  # other generator.Limits overrides, e.g. {"p_double_buffer": 0.5} (`--limit`)
+    # Programs whose -O3 original runs shorter are timed once and skipped (skipped.jsonl): the rows a
+    # model judged on longer programs learns from, at a quarter of the collection time (`--min-baseline-ms`).
+    min_baseline_ms: float = 0.0
 
 
 def generator_limits(cfg: DataConfig) -> dict:
@@ -245,6 +249,8 @@ def measure_program(seed: int) -> dict:
         measurer.reference(prog)
     except ProgramError as err:
         return {"seed": seed, "rows": [], "error": str(err)}
+    if (short := _short_baseline_ms(measurer, prog, cfg)) is not None:
+        return {"seed": seed, "rows": [], "error": None, "skipped_ms": short}
     rows, load, retimed = [], os.getloadavg()[0], measurer.retimed
 
     def measure(sched) -> float | None:
@@ -271,15 +277,29 @@ def measure_program(seed: int) -> dict:
             "error": None}
 
 
+def _short_baseline_ms(measurer, prog, cfg: DataConfig) -> float | None:
+    """The -O3 time (ms) of a program shorter than `cfg.min_baseline_ms`, else None (also when the machine
+    was too busy for a clean time: the rows are measured, and a floor at training drops them if short)."""
+    if not cfg.min_baseline_ms:
+        return None
+    base = measurer.baseline_o3(prog)
+    ms = base["seconds"] * 1e3 if base and base.get("seconds") else None
+    return float(f"{ms:.4g}") if ms is not None and ms < cfg.min_baseline_ms else None
+
+
 def program_file(out: Path, seed: int) -> Path:
     return out / "programs" / f"{seed // 1000:03d}" / f"{seed:07d}.jsonl"
 
 
 def _record(out: Path, result: dict) -> None:
-    """Write one finished program (its file is its done marker; failures also go to failed.jsonl)."""
+    """Write one finished program (its file is its done marker; failures also go to failed.jsonl, programs
+    under the baseline floor to skipped.jsonl: packing drops empty files, these logs keep them done)."""
     if result["error"]:
         with (out / "failed.jsonl").open("a") as f:
             f.write(json.dumps({"seed": result["seed"], "error": result["error"]}) + "\n")
+    if result.get("skipped_ms") is not None:
+        with (out / "skipped.jsonl").open("a") as f:
+            f.write(json.dumps({"seed": result["seed"], "baseline_ms": result["skipped_ms"]}) + "\n")
     write_atomic(program_file(out, result["seed"]), "".join(json.dumps(r) + "\n" for r in result["rows"]))
 
 
@@ -342,7 +362,7 @@ def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _check_config(out, cfg)
-    done = packed_seeds(out) | failed_seeds(out)
+    done = packed_seeds(out) | failed_seeds(out) | skipped_seeds(out)
     todo = [s for s in seeds if s not in done and not program_file(out, s).exists()]
     if executor == "ray" and todo:
         _connect_ray(address, cfg)  # before the progress bar: a wrong --address is one line on stderr
@@ -462,9 +482,14 @@ def packed_seeds(out: Path) -> set[int]:
     return set(_packed_rows(out))
 
 
-def failed_seeds(out: Path) -> set[int]:
-    path = out / "failed.jsonl"
+def failed_seeds(out: Path, log: str = "failed.jsonl") -> set[int]:
+    path = out / log
     return {json.loads(line)["seed"] for line in path.read_text().splitlines() if line.strip()} if path.exists() else set()
+
+
+def skipped_seeds(out: Path) -> set[int]:
+    """Programs under the folder's baseline floor (DataConfig.min_baseline_ms): done, with no rows."""
+    return failed_seeds(out, "skipped.jsonl")
 
 
 def _loose_files(out: Path) -> dict[int, Path]:
@@ -591,6 +616,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=float, nargs=2, metavar=("LO", "HI"),
                    help="statement instances per program (the generator's default: 4e6 4e7, ~1-50 ms); larger "
                    "programs are where parallelization pays, as in the benchmarks")
+    p.add_argument("--min-baseline-ms", type=float, default=DataConfig.min_baseline_ms, metavar="MS",
+                   help="time each program's -O3 original first and skip (skipped.jsonl) those shorter than MS: "
+                   "rows for a model trained and judged with `train --min-baseline-ms`, ~4x faster")
     p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
                    help="override a generator limit (llmopt.poly.generator.Limits), e.g. p_double_buffer=0.5; "
                         "repeatable, recorded in config.json")
@@ -617,7 +645,7 @@ def _config(args: argparse.Namespace) -> DataConfig:
     return DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small, source=args.source,
                       greedy_width=args.greedy_width, greedy_depth=args.greedy_depth,
                       iterations=tuple(args.iterations) if args.iterations else None,
-                      limits=parse_limits(args.limit) or None)
+                      limits=parse_limits(args.limit) or None, min_baseline_ms=args.min_baseline_ms)
 
 
 def parse_limits(items: list[str]) -> dict:
