@@ -23,14 +23,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmopt.poly.costmodel.data import load_folders  # noqa: E402
 from llmopt.poly.costmodel.model import load_model, predict_trees  # noqa: E402
+from llmopt.poly.costmodel.model import mape as mape_tensor  # noqa: E402
 from llmopt.poly.costmodel.train import TrainConfig, at_least, featurize_rows  # noqa: E402
 
 GRID = [(a, t) for a in np.linspace(0.0, 1.2, 25) for t in (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)]
 
 
 def mape(pred, y) -> float:
-    y = np.asarray(y)
-    return float(np.mean(np.abs(pred - y) / y))
+    """The training metric (`model.mape`) on numpy predictions."""
+    return float(mape_tensor(torch.as_tensor(np.asarray(pred, dtype=float)), torch.as_tensor(np.asarray(y, dtype=float))))
 
 
 def shrink(pred, a: float, t: float):

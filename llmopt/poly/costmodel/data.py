@@ -482,14 +482,18 @@ def packed_seeds(out: Path) -> set[int]:
     return set(_packed_rows(out))
 
 
-def failed_seeds(out: Path, log: str = "failed.jsonl") -> set[int]:
+def _logged_seeds(out: Path, log: str) -> set[int]:
     path = out / log
     return {json.loads(line)["seed"] for line in path.read_text().splitlines() if line.strip()} if path.exists() else set()
 
 
+def failed_seeds(out: Path) -> set[int]:
+    return _logged_seeds(out, "failed.jsonl")
+
+
 def skipped_seeds(out: Path) -> set[int]:
     """Programs under the folder's baseline floor (DataConfig.min_baseline_ms): done, with no rows."""
-    return failed_seeds(out, "skipped.jsonl")
+    return _logged_seeds(out, "skipped.jsonl")
 
 
 def _loose_files(out: Path) -> dict[int, Path]:
