@@ -503,6 +503,52 @@ def test_training_with_the_rank_loss_reports_the_pick_ratio(data_dir, tmp_path):
     assert len(history) == 2
 
 
+def test_order_only_samples_reach_the_loss_through_the_rank_term_alone():
+    from llmopt.poly.costmodel.model import rank_loss
+    from llmopt.poly.costmodel.train import batch_loss
+
+    log_pred, target = torch.log(torch.tensor([1.0, 2.0, 0.5])), torch.tensor([1.2, 1.5, 0.4])
+    cfg = TrainConfig(rank_weight=0.5)
+    none, every = torch.zeros(3, dtype=torch.bool), torch.ones(3, dtype=torch.bool)
+    assert torch.isclose(batch_loss(log_pred, target, none, cfg), 0.5 * rank_loss(log_pred, target))
+    # Another machine's magnitudes (every label x 10, same order) change nothing an order-only batch learns...
+    assert torch.isclose(batch_loss(log_pred, target, none, cfg), batch_loss(log_pred, 10 * target, none, cfg))
+    # ...and everything a taught one does.
+    assert batch_loss(log_pred, 10 * target, every, cfg) > 2 * batch_loss(log_pred, target, every, cfg)
+    mixed = torch.tensor([True, False, True])
+    for loss in ("mape", "log"):
+        c = dataclasses.replace(cfg, loss=loss)
+        alone = batch_loss(log_pred[mixed], target[mixed], torch.ones(2, dtype=torch.bool), dataclasses.replace(c, rank_weight=0))
+        assert torch.isclose(batch_loss(log_pred, target, mixed, c), alone + 0.5 * rank_loss(log_pred, target))
+
+
+def test_order_only_folders_are_marked_and_checked(data_dir, tmp_path):
+    """`train A B --order-only B --rank-weight W`: B's rows are featurized as order-only, A's as taught."""
+    rows = load_rows(data_dir)
+    seeds = sorted({r["seed"] for r in rows})
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps(r) + "\n" for r in rows if r["seed"] == seeds[0]))
+    b.write_text("".join(json.dumps(r) + "\n" for r in rows if r["seed"] != seeds[0]))
+    cfg = TrainConfig(epochs=1, fractions=(1.0, 0.0), model=ModelConfig.tiny(), rank_weight=1.0, order_only=(str(b),))
+    train([a, b], tmp_path / "run", cfg, log=lambda *_: None, progress=False)
+    meta = torch.load(tmp_path / "run" / "costmodel.pt", weights_only=False)["meta"]
+    assert meta["order_only"] == [str(b)]
+    from llmopt.poly.costmodel.train import _labelled_rows
+
+    marked = _labelled_rows([a, b], cfg)
+    assert [r.get("order_only", False) for r in marked] == [r["seed"] != seeds[0] for r in marked]
+    sets = featurize_rows(marked, cfg, False, cache=tmp_path / "run" / "features.pkl")
+    train_set = sets["train"]
+    first = {r["hash"] for r in rows if r["seed"] == seeds[0]}
+    assert train_set.magnitude == [h in first for h in train_set.programs]
+    assert train_set.where(lambda h: h in first).magnitude == [True] * sum(h in first for h in train_set.programs)
+    for order_only, rank, message in (((str(tmp_path / "c.jsonl"),), 1.0, "not among"), ((str(b),), 0.0, "rank"),
+                                      ((str(a), str(b)), 1.0, "every folder")):
+        with pytest.raises(UsageError, match=message):
+            train([a, b], tmp_path / "bad", dataclasses.replace(cfg, order_only=order_only, rank_weight=rank),
+                  log=lambda *_: None, progress=False)
+
+
 def test_beam_model_answers_a_legal_verified_schedule_never_slower(measurer, tmp_path):
     path = tmp_path / "model.pt"
     torch.manual_seed(0)

@@ -16,6 +16,11 @@ what is reported): MAPE charges an over-prediction without bound and an under-pr
 `--min-baseline-ms MS` keeps only programs whose original schedule runs at least MS (`at_least`): a
 search is asked about benchmarks that run 12-230 ms, and on programs of a few ms parallel loops gain nothing.
 
+`--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
+timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
+predict its speedups no better than answering 1.0x (MAPE 0.168 against 0.169 on the test programs): they can
+teach a search what is faster while this machine's labels teach by how much.
+
 Each epoch ends with the validation MAPE and pick ratio and an atomic checkpoint, `OUT/last.pt` (model,
 optimizer, scheduler, epoch, history); the best model by validation MAPE (by pick ratio with
 `--rank-weight`) is `OUT/costmodel.pt`
@@ -87,6 +92,9 @@ class TrainConfig:
     train_share: float = 1.0  # train on this share of the training programs (a learning curve; same test)
     min_baseline_ms: float = 0.0  # drop programs whose original schedule runs faster than this (every split)
     loss: str = "mape"  # "mape" (the paper's) or "log" (`model.log_error`), beside `rank_weight` x rank loss
+    # Folders (as given to `train`) whose labels teach only the order of each program's schedules (the rank
+    # loss), not by how much they differ (`loss`): labels timed on another machine (`magnitude_mask`).
+    order_only: tuple[str, ...] = ()
     # Fine-tune: start from this saved cost model's weights, input statistics and architecture (which replace
     # `model`), so new labels can be added without retraining from scratch.
     init_from: str | None = None
@@ -110,16 +118,24 @@ def split_of(program_hash: str, fractions: tuple[float, float], seed: int = 0) -
 
 @dataclass
 class Dataset:
-    """Featurized samples of one split: trees, speedups, program hashes."""
+    """Featurized samples of one split: trees, speedups, program hashes, and whether each label's magnitude
+    is taught (False: a row of an `order_only` folder; empty: every label's)."""
 
     trees: list[Tree] = field(default_factory=list)
     speedups: list[float] = field(default_factory=list)
     programs: list[str] = field(default_factory=list)
+    magnitude: list[bool] = field(default_factory=list)
 
     def where(self, keep) -> Dataset:
         """The samples whose program hash `keep(hash)` accepts."""
         idx = [k for k, h in enumerate(self.programs) if keep(h)]
-        return Dataset([self.trees[k] for k in idx], [self.speedups[k] for k in idx], [self.programs[k] for k in idx])
+        return Dataset([self.trees[k] for k in idx], [self.speedups[k] for k in idx], [self.programs[k] for k in idx],
+                       [self.magnitude[k] for k in idx] if self.magnitude else [])
+
+    def magnitude_mask(self, idx: list[int], device: str) -> torch.Tensor:
+        """Which of the samples `idx` the magnitude loss (`TrainConfig.loss`) sees."""
+        keep = [self.magnitude[k] for k in idx] if self.magnitude else [True] * len(idx)
+        return torch.tensor(keep, dtype=torch.bool, device=device)
 
 
 def train_share_of(ds: Dataset, cfg: TrainConfig) -> Dataset:
@@ -169,6 +185,7 @@ def featurize_rows(rows: list[dict], cfg: TrainConfig, progress: bool = True,
         ds.trees.append(tree)
         ds.speedups.append(max(float(r["speedup"]), MIN_SPEEDUP))
         ds.programs.append(r["hash"])
+        ds.magnitude.append(not r.get("order_only", False))
     if cache is not None and fresh:
         with atomic_target(cache) as tmp:
             tmp.write_bytes(pickle.dumps({"layout": layout, "trees": known}, protocol=pickle.HIGHEST_PROTOCOL))
@@ -227,9 +244,7 @@ def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng
         comps, target, structure = _tensors(ds, idx, cfg.device)
         log_pred = model.log_speedup(comps, structure)
         error = mape(log_pred.exp(), target)
-        loss = log_error(log_pred, target) if cfg.loss == "log" else error
-        if cfg.rank_weight:
-            loss = loss + cfg.rank_weight * rank_loss(log_pred, target)
+        loss = batch_loss(log_pred, target, ds.magnitude_mask(idx, cfg.device), cfg)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -237,6 +252,20 @@ def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng
         total += error.item() * len(idx)
         seen += len(idx)
     return total / max(seen, 1)
+
+
+def batch_loss(log_pred: torch.Tensor, target: torch.Tensor, taught: torch.Tensor, cfg: TrainConfig) -> torch.Tensor:
+    """What one batch minimizes: `cfg.loss` on the samples whose magnitude is `taught` (all but an
+    `order_only` folder's), plus `cfg.rank_weight` x `rank_loss` on all of them."""
+    if not taught.any():
+        loss = log_pred.sum() * 0.0
+    elif cfg.loss == "log":
+        loss = log_error(log_pred[taught], target[taught])
+    else:
+        loss = mape(log_pred[taught].exp(), target[taught])
+    if cfg.rank_weight:
+        loss = loss + cfg.rank_weight * rank_loss(log_pred, target)
+    return loss
 
 
 class Trainer:
@@ -264,6 +293,7 @@ class Trainer:
                 **({"min_baseline_ms": self.cfg.min_baseline_ms} if self.cfg.min_baseline_ms else {}),
                 **({"loss": self.cfg.loss} if self.cfg.loss != "mape" else {}),
                 **({"init_seed": self.cfg.init_seed} if self.cfg.init_seed is not None else {}),
+                **({"order_only": list(self.cfg.order_only)} if self.cfg.order_only else {}),
                 **({"init_from": self.cfg.init_from} if self.cfg.init_from else {})}
 
     def state(self) -> dict:
@@ -288,6 +318,7 @@ def _checkpoint(path: Path, trainer: Trainer) -> None:
 def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) -> dict:
     return {"data": data, "fractions": list(cfg.fractions), "seed": cfg.seed, "init_seed": cfg.weights_seed,
             **({"init_from": cfg.init_from} if cfg.init_from else {}),
+            **({"order_only": list(cfg.order_only)} if cfg.order_only else {}),
             "history": history,
             "loss": cfg.loss, "rank_weight": cfg.rank_weight, "min_baseline_ms": cfg.min_baseline_ms,
             "programs": {s: sorted(set(sets[s].programs)) for s in SPLITS},
@@ -318,6 +349,23 @@ def at_least(rows: list[dict], min_baseline_ms: float) -> list[dict]:
     return [r for r in rows if float(r["baseline_seconds"]) * 1e3 >= min_baseline_ms] if min_baseline_ms else rows
 
 
+def _labelled_rows(folders: list, cfg: TrainConfig) -> list[dict]:
+    """Every folder's rows, those of `cfg.order_only` folders marked `order_only` (read by `featurize_rows`)."""
+    given = {os.path.normpath(str(f)) for f in folders}
+    order_only = {os.path.normpath(f) for f in cfg.order_only}
+    if order_only - given:
+        raise UsageError(f"--order-only {', '.join(sorted(order_only - given))}: not among the training data")
+    if order_only and not cfg.rank_weight:
+        raise UsageError("--order-only folders teach through the rank loss alone: give --rank-weight > 0")
+    if order_only == given:
+        raise UsageError("every folder is --order-only: at least one must teach the speedups' magnitude")
+    rows = []
+    for folder in folders:
+        mark = os.path.normpath(str(folder)) in order_only
+        rows += [{**row, "order_only": True} if mark else row for row in load_rows(folder)]
+    return rows
+
+
 def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
           cfg: TrainConfig | None = None, log=print, progress: bool = True) -> dict:
     """Train (or resume) on the rows in `data` (one collected folder or several, split alike by program);
@@ -330,7 +378,7 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
     start, cfg = fine_tune_start(cfg)  # before featurizing: a wrong file fails in a second, not minutes
     folders = [data] if isinstance(data, (str, os.PathLike)) else list(data)
     data = " + ".join(map(str, folders))
-    rows = at_least([row for folder in folders for row in load_rows(folder)], cfg.min_baseline_ms)
+    rows = at_least(_labelled_rows(folders, cfg), cfg.min_baseline_ms)
     if not rows:
         raise UsageError(f"{data}: no rows of a program that runs at least {cfg.min_baseline_ms} ms")
     sets = featurize_rows(rows, cfg, progress, cache=out / "features.pkl")
@@ -400,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="mape (the paper's; default) or log: |log predicted - log measured|, symmetric in gains and losses")
     p.add_argument("--min-baseline-ms", type=float, default=0.0,
                    help="keep only programs whose original schedule runs at least this long (every split; default 0)")
+    p.add_argument("--order-only", metavar="DATA", action="append", default=[],
+                   help="a folder of DATA whose labels teach only the order of each program's schedules (the rank "
+                        "loss), not their magnitude: labels timed on another machine (repeatable)")
     p.add_argument("--init-from", metavar="MODEL",
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
                         "(so not with --tiny, --dropout or --normalize), e.g. to add new labels at a low --lr")
@@ -412,7 +463,8 @@ def main(argv: list[str] | None = None) -> int:
                       device=args.device, threads=args.threads, model=ModelConfig.tiny() if args.tiny else ModelConfig(),
                       rank_weight=args.rank_weight, weight_decay=args.weight_decay,
                       train_share=args.train_share, min_baseline_ms=args.min_baseline_ms,
-                      loss=args.loss, init_seed=args.init_seed, init_from=args.init_from)
+                      loss=args.loss, init_seed=args.init_seed, init_from=args.init_from,
+                      order_only=tuple(args.order_only))
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     if args.normalize:
