@@ -18,8 +18,9 @@ search is asked about benchmarks that run 12-230 ms, and on programs of a few ms
 
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
-predict its speedups no better than answering 1.0x (MAPE 0.168 against 0.169 on the test programs): they can
-teach a search what is faster while this machine's labels teach by how much.
+predict its speedups no better than answering 1.0x (MAPE 0.172 against 0.174 on the test programs' transformed
+schedules, `scripts/costmodel_label_noise.py`): they can teach a search what is faster while this machine's
+labels teach by how much (docs/results/costmodel/README.md, thirty-sixth session: no better search yet).
 
 Each epoch ends with the validation MAPE and pick ratio and an atomic checkpoint, `OUT/last.pt` (model,
 optimizer, scheduler, epoch, history); the best model by validation MAPE (by pick ratio with
