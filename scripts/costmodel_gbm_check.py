@@ -24,12 +24,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmopt.poly.agent.state import MAX_ITERS, MAX_RANK, access_matrix, loop_flags  # noqa: E402
 from llmopt.poly.costmodel.data import load_folders  # noqa: E402
 from llmopt.poly.costmodel.features import _accesses, _write_iterators  # noqa: E402
+from llmopt.poly.costmodel.model import mape as mape_tensor  # noqa: E402
 from llmopt.poly.costmodel.train import TrainConfig, at_least, featurize_rows, split_of  # noqa: E402
 from llmopt.poly.polyhedral import domain  # noqa: E402
 from llmopt.poly.program import extent, program_from_dict  # noqa: E402
@@ -113,7 +115,9 @@ def matrix(rows: list[dict], cache: str | None, footprints: bool) -> tuple[np.nd
 
 
 def mape(pred, y) -> float:
-    return float(np.mean(np.abs(pred - y) / y))
+    """The training metric (`model.mape`) on numpy answers (a constant broadcasts)."""
+    y = torch.as_tensor(np.asarray(y, dtype=float))
+    return float(mape_tensor(torch.as_tensor(np.broadcast_to(np.asarray(pred, dtype=float), y.shape).copy()), y))
 
 
 def main() -> int:
