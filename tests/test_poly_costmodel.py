@@ -78,6 +78,25 @@ def test_program_schedules_are_legal_distinct_and_deterministic(measurer):
     assert scheds == program_schedules(prog, measurer.legality(prog), 6, seed=1)
 
 
+def test_inner_share_draws_more_innermost_interchanges_and_zero_keeps_the_uniform_walks(measurer):
+    """`--inner-share`: walks that interchange the two innermost loops (the rare large slowdowns) become
+    common, every schedule stays legal, and at 0 the walks are the uniform ones already collected."""
+    def innermost(prog, sched) -> bool:
+        depth = {s.name: len(s.iterators) for s in prog.statements}
+        return any(t["kind"] == "interchange" and t["level"] == depth[t["stmt"]] - 2 for t in sched.to_list())
+
+    counts = {0.0: 0, 1.0: 0}
+    for name in ("doitgen", "gemm", "heat2d"):
+        prog = benchmark(name, small=True)
+        legality = measurer.legality(prog)
+        assert program_schedules(prog, legality, 12, seed=4, inner_share=0.0) == program_schedules(prog, legality, 12, seed=4)
+        for share in counts:
+            scheds = program_schedules(prog, legality, 12, seed=4, inner_share=share)
+            assert all(check(prog, s)[0] for s in scheds)
+            counts[share] += sum(innermost(prog, s) for s in scheds)
+    assert counts[1.0] > 2 * max(counts[0.0], 1)
+
+
 def test_collection_writes_rows_and_a_sample(data_dir, tmp_path):
     rows = load_rows(data_dir)
     assert {r["seed"] for r in rows} == {0, 1, 2}
@@ -199,7 +218,7 @@ def test_a_folder_from_before_a_setting_existed_resumes_with_its_default(data_di
     old = tmp_path / "old"
     shutil.copytree(data_dir, old)
     config = json.loads((old / "config.json").read_text())
-    for key in ("source", "greedy_width", "greedy_depth", "iterations", "limits", "min_baseline_ms"):
+    for key in ("source", "greedy_width", "greedy_depth", "iterations", "limits", "min_baseline_ms", "inner_share"):
         config.pop(key)
     (old / "config.json").write_text(json.dumps(config))
     assert collect(old, range(3), CFG, workers=1, cache_path=str(old / "cache.sqlite"), progress=False) == 0

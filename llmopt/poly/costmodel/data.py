@@ -93,6 +93,10 @@ class DataConfig:
     # Programs whose -O3 original runs shorter are timed once and skipped (skipped.jsonl): the rows a
     # model judged on longer programs learns from, at a quarter of the collection time (`--min-baseline-ms`).
     min_baseline_ms: float = 0.0
+    # random: the share of walk steps that take an interchange of the branch's two innermost loops when one is
+    # legal (0: uniform over the legal actions). Those interchanges make nearly all of the rare 0.05-0.25x
+    # slowdowns and many of the large speedups (docs/results/costmodel), ~18% of uniform walks' rows.
+    inner_share: float = 0.0
 
 
 def generator_limits(cfg: DataConfig) -> dict:
@@ -109,30 +113,36 @@ def folder_config(folder: str | os.PathLike) -> DataConfig:
     return dataclasses.replace(cfg, limits=limits or None)
 
 
-def _random_action(legality, pos, rng: random.Random) -> int | None:
+def _random_action(legality, pos, rng: random.Random, inner_share: float = 0.0) -> int | None:
     """A uniformly random legal transformation (not Next) on the targeted branch, or None.
 
     The first legal action of a random permutation is uniform over the legal ones, the same draw as
-    sampling from `walk.legal_mask`, without checking all 55 when an early one is legal.
+    sampling from `walk.legal_mask`, without checking all 55 when an early one is legal.  With chance
+    `inner_share` the interchange of the branch's two innermost loops goes first (still only if legal).
     """
     from llmopt.poly.actions import ACTIONS, NEXT, transform
     from llmopt.poly.agent.walk import ONCE, target
+    from llmopt.poly.schedule import state
 
     stmt = target(legality.prog, pos)
     done = {t.kind for t in pos.schedule.transforms if t.stmt == stmt}
     order = [a for a in range(len(ACTIONS)) if a != NEXT and not (ACTIONS[a].kind in done and ACTIONS[a].kind in ONCE)]
     rng.shuffle(order)
+    if inner_share and rng.random() < inner_share:  # no extra draw at 0: the uniform walks stay as collected
+        inner = state(legality.prog, pos.schedule)[stmt].depth - 2
+        order.sort(key=lambda a: not (ACTIONS[a].kind == "interchange" and ACTIONS[a].level == inner))
     return next((a for a in order if legality.allows(pos.schedule, transform(ACTIONS[a], stmt))), None)
 
 
-def random_schedule(prog, legality, rng: random.Random, steps: int):
-    """A walk of up to `steps` legal transformations, branch by branch (Next with prob. P_NEXT)."""
+def random_schedule(prog, legality, rng: random.Random, steps: int, inner_share: float = 0.0):
+    """A walk of up to `steps` legal transformations, branch by branch (Next with prob. P_NEXT; see
+    `_random_action` for `inner_share`)."""
     from llmopt.poly.actions import NEXT
     from llmopt.poly.agent.walk import advance, start
 
     pos, done = start(), 0
     for _ in range(4 * steps):
-        action = None if rng.random() < P_NEXT else _random_action(legality, pos, rng)
+        action = None if rng.random() < P_NEXT else _random_action(legality, pos, rng, inner_share)
         if action is None:
             pos, last = advance(prog, pos, NEXT)
             if last:
@@ -145,7 +155,7 @@ def random_schedule(prog, legality, rng: random.Random, steps: int):
     return pos.schedule
 
 
-def program_schedules(prog, legality, count: int, seed: int) -> list:
+def program_schedules(prog, legality, count: int, seed: int, inner_share: float = 0.0) -> list:
     """The identity and up to `count - 1` distinct random legal schedules (distinct loop states)."""
     from llmopt.poly.schedule import Schedule, state
 
@@ -154,7 +164,7 @@ def program_schedules(prog, legality, count: int, seed: int) -> list:
     for _ in range(4 * count):
         if len(out) >= count:
             break
-        sched = random_schedule(prog, legality, rng, rng.randint(*WALK_STEPS))
+        sched = random_schedule(prog, legality, rng, rng.randint(*WALK_STEPS), inner_share)
         key = state_key(state(prog, sched))
         if key not in seen:
             seen.add(key)
@@ -266,7 +276,7 @@ def measure_program(seed: int) -> dict:
     if cfg.source == "greedy":
         searched_rows(prog, measurer, cfg, seed, measure)
     else:
-        for sched in program_schedules(prog, measurer.legality(prog), cfg.schedules_per_program, seed):
+        for sched in program_schedules(prog, measurer.legality(prog), cfg.schedules_per_program, seed, cfg.inner_share):
             measure(sched)
     # The 1-minute load average over the program (the collector's own threads included): parallel
     # schedules need idle cores, and a busy machine shows up here, so such rows can be found later.
@@ -623,6 +633,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--min-baseline-ms", type=float, default=DataConfig.min_baseline_ms, metavar="MS",
                    help="time each program's -O3 original first and skip (skipped.jsonl) those shorter than MS: "
                    "rows for a model trained and judged with `train --min-baseline-ms`, ~4x faster")
+    p.add_argument("--inner-share", type=float, default=DataConfig.inner_share, metavar="Q",
+                   help="random: with chance Q a walk step interchanges the branch's two innermost loops when that is "
+                   "legal (the rare large slowdowns and speedups; 0: uniform walks)")
     p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
                    help="override a generator limit (llmopt.poly.generator.Limits), e.g. p_double_buffer=0.5; "
                         "repeatable, recorded in config.json")
@@ -646,10 +659,13 @@ def _config(args: argparse.Namespace) -> DataConfig:
         raise UsageError("--programs, --schedules-per-program, --repeats and --workers must be at least 1")
     if args.greedy_width < 1 or args.greedy_depth < 1:
         raise UsageError("--greedy-width and --greedy-depth must be at least 1")
+    if not 0.0 <= args.inner_share <= 1.0:
+        raise UsageError("--inner-share is a chance: 0 to 1")
     return DataConfig(args.schedules_per_program, args.repeats, args.threads, args.small, source=args.source,
                       greedy_width=args.greedy_width, greedy_depth=args.greedy_depth,
                       iterations=tuple(args.iterations) if args.iterations else None,
-                      limits=parse_limits(args.limit) or None, min_baseline_ms=args.min_baseline_ms)
+                      limits=parse_limits(args.limit) or None, min_baseline_ms=args.min_baseline_ms,
+                      inner_share=args.inner_share)
 
 
 def parse_limits(items: list[str]) -> dict:
