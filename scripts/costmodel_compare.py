@@ -12,7 +12,11 @@ prediction there: a model that predicts ~1 everywhere shows it at once); "mape_a
 
 DATA may name several folders joined by commas (`data/poly-greedy-gemm,data/poly-costmodel-large`).
 `--min-baseline-ms MS` adds the same numbers on the programs whose original schedule runs at least MS (those
-a model trained with `train --min-baseline-ms MS` saw the like of).
+a model trained with `train --min-baseline-ms MS` saw the like of).  `--by-kind` adds "kinds": on the training and
+the test programs (>= MS when given), the schedules that interchange a statement's two innermost loops apart from
+the rest (`touches_innermost`: the rare large slowdowns and many large speedups), each with its MAPE, the
+constant's, and the correlation of log predicted with log measured speedup (does the model know which way a
+schedule goes, whatever MAPE says?); a model that scores near the constant on its own training rows underfits.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ def main() -> int:
     p.add_argument("--cache", help="features cache of a training run (features.pkl)")
     p.add_argument("--min-baseline-ms", type=float, default=0.0,
                    help="also score the programs whose original schedule runs at least this long")
+    p.add_argument("--by-kind", action="store_true",
+                   help="also score innermost interchanges and the rest apart, on the training and test programs")
     args = p.parse_args()
     torch.set_num_threads(1)  # two threads on the busy 2-core machine spin against each other (~50x slower)
     rows = [r for folder in args.data.split(",") for r in load_rows(folder)]
@@ -61,7 +67,8 @@ def main() -> int:
                       "test, the rest": test.where(lambda h: h not in old)})
     models = {m: load_model(m, "cpu")[0] for m in args.models}
     both = {m: {k: scores(model, v) for k, v in parts.items()} for m, model in models.items()}
-    print(json.dumps({"programs": {k: len(set(v.programs)) for k, v in parts.items()},
+    kinds = by_kind(rows, sets, models, args.min_baseline_ms) if args.by_kind else None
+    print(json.dumps({**({"kinds": kinds} if kinds else {}),"programs": {k: len(set(v.programs)) for k, v in parts.items()},
                       "mape": {m: {k: round(v[0], 4) for k, v in r.items()} for m, r in both.items()},
                       "pick": {m: {k: round(v[1], 3) for k, v in r.items()} for m, r in both.items()},
                       "mape_always_1": {k: round(always_1_mape(v), 4) for k, v in parts.items()},
@@ -89,6 +96,45 @@ def error_buckets(model, ds: Dataset) -> list[dict]:
                         "mape": round(float(ape[m].mean()), 3), "of_total": round(float(ape[m].sum() / len(y)), 3),
                         "always_1_of_total": round(float(ape_1[m].sum() / len(y)), 3),
                         "median_prediction": round(float(np.median(pred[m])), 3)})
+    return out
+
+
+def touches_innermost(row: dict) -> bool:
+    """The schedule interchanges a statement's loops at or below its original second-innermost level (after
+    tiling that may be a tile loop: a syntactic test, cheap and close enough to find the kind)."""
+    depth = {s["name"]: len(s["iterators"]) for s in row["program"]["statements"]}
+    return any(t["kind"] == "interchange" and t["level"] >= depth[t["stmt"]] - 2 for t in row["schedule"])
+
+
+def by_kind(rows: list[dict], sets: dict[str, Dataset], models: dict, min_baseline_ms: float) -> dict:
+    """{split: {kind: {"samples", "always_1", model: {"mape", "log_corr"}}}} on the train and test programs."""
+    import numpy as np
+
+    from llmopt.poly.costmodel.train import split_of
+
+    cfg, longer = TrainConfig(), {r["hash"] for r in at_least(rows, min_baseline_ms)}
+    out = {}
+    for split in ("train", "test"):
+        # featurize_rows keeps each split's rows in order, so the flags line up with the dataset's samples
+        mine = [r for r in rows if split_of(r["hash"], cfg.fractions, cfg.seed) == split]
+        if not mine:  # e.g. a retest folder holds test programs only
+            continue
+        inner = np.array([touches_innermost(r) for r in mine], dtype=bool)
+        keep = np.array([r["hash"] in longer for r in mine], dtype=bool)
+        ds, y = sets[split], np.asarray(sets[split].speedups)
+        preds = {m: predict_trees(model, ds.trees) for m, model in models.items()}
+        out[split] = {kind: _kind_scores(y[keep & sel], {m: p[keep & sel] for m, p in preds.items()})
+                      for kind, sel in (("innermost interchange", inner), ("the rest", ~inner))}
+    return out
+
+
+def _kind_scores(y, preds: dict) -> dict:
+    import numpy as np
+
+    out = {"samples": int(len(y)), "always_1": round(float(np.mean(np.abs(1.0 - y) / y)), 4) if len(y) else None}
+    for m, p in preds.items():
+        corr = np.corrcoef(np.log(p), np.log(y))[0, 1] if len(y) > 1 and p.std() > 0 else float("nan")
+        out[m] = {"mape": round(float(np.mean(np.abs(p - y) / y)), 4), "log_corr": round(float(corr), 3)}
     return out
 
 
