@@ -68,12 +68,13 @@ def main() -> int:
     models = {m: load_model(m, "cpu")[0] for m in args.models}
     both = {m: {k: scores(model, v) for k, v in parts.items()} for m, model in models.items()}
     kinds = by_kind(rows, sets, models, args.min_baseline_ms) if args.by_kind else None
-    print(json.dumps({**({"kinds": kinds} if kinds else {}),"programs": {k: len(set(v.programs)) for k, v in parts.items()},
+    print(json.dumps({"programs": {k: len(set(v.programs)) for k, v in parts.items()},
                       "mape": {m: {k: round(v[0], 4) for k, v in r.items()} for m, r in both.items()},
                       "pick": {m: {k: round(v[1], 3) for k, v in r.items()} for m, r in both.items()},
                       "mape_always_1": {k: round(always_1_mape(v), 4) for k, v in parts.items()},
                       "pick_identity": {k: round(identity_pick(rows, v), 3) for k, v in parts.items()},
-                      "buckets": {m: error_buckets(model, test) for m, model in models.items()}}, indent=1))
+                      "buckets": {m: error_buckets(model, test) for m, model in models.items()},
+                      **({"kinds": kinds} if kinds else {})}, indent=1))
     return 0
 
 

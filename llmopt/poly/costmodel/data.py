@@ -95,7 +95,7 @@ class DataConfig:
     min_baseline_ms: float = 0.0
     # random: the share of walk steps that take an interchange of the branch's two innermost loops when one is
     # legal (0: uniform over the legal actions). Those interchanges make nearly all of the rare 0.05-0.25x
-    # slowdowns and many of the large speedups (docs/results/costmodel), ~18% of uniform walks' rows.
+    # slowdowns and many of the large speedups (docs/results/costmodel), ~19% of uniform walks' rows.
     inner_share: float = 0.0
 
 
