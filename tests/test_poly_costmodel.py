@@ -44,7 +44,15 @@ from llmopt.poly.costmodel.model import (
     save_model,
 )
 from llmopt.poly.costmodel.search import beam_model, cached_model
-from llmopt.poly.costmodel.train import TrainConfig, Trainer, evaluate, featurize_rows, train, train_epoch
+from llmopt.poly.costmodel.train import (
+    TrainConfig,
+    Trainer,
+    evaluate,
+    featurize_rows,
+    fine_tune_start,
+    train,
+    train_epoch,
+)
 from llmopt.poly.legality import check
 from llmopt.poly.measure import Measurer, machine_id, round_ratio
 from llmopt.poly.program import program_from_dict
@@ -330,7 +338,7 @@ def test_feature_cache_returns_the_same_trees_without_featurizing(data_dir, tmp_
     def no_isl(*args):
         raise AssertionError("a cached row was featurized again")
 
-    monkeypatch.setattr(train_mod, "featurize", no_isl)
+    monkeypatch.setattr(train_mod, "featurizer", no_isl)
     again = featurize_rows(rows, cfg, progress=False, cache=tmp_path / "features.pkl")
     for split in first:
         assert again[split].speedups == first[split].speedups
@@ -340,6 +348,53 @@ def test_feature_cache_returns_the_same_trees_without_featurizing(data_dir, tmp_
     monkeypatch.undo()
     assert featurize_rows(rows, cfg, progress=False, cache=tmp_path / "features.pkl")["train"].speedups == \
         first["train"].speedups
+
+
+def test_an_anchored_model_answers_score_differences_and_the_identity_exactly_once(data_dir):
+    """`ModelConfig.anchored`: the answer is score(tree) - score(the untransformed tree), so the identity is 1.0x
+    whatever the weights; a program's samples share one untransformed tree (featurized once)."""
+    from llmopt.poly.costmodel.model import predict_trees
+
+    prog = benchmark("doitgen")
+    torch.manual_seed(0)
+    anchored = CostModel(dataclasses.replace(ModelConfig.tiny(), anchored=True))
+    torch.nn.init.normal_(anchored.head[-1].weight)  # away from the zero start, where every answer is 1.0x
+    plain = CostModel(ModelConfig.tiny())
+    plain.load_state_dict(anchored.state_dict())  # the same network, read without the anchor
+    tiled = Schedule((Tile("S1", 0, (32, 32)), Unroll("S1", 4)))
+    trees = [featurize(prog, Schedule()), featurize(prog, tiled)]
+    scores = np.log(predict_trees(plain, trees))
+    assert scores[0] != 0.0  # the plain network does not answer 1.0x for the identity
+    got = predict_trees(anchored, trees)
+    assert got[0] == pytest.approx(1.0, abs=1e-6)
+    assert got[1] == pytest.approx(np.exp(scores[1] - scores[0]), rel=1e-5)
+    sets = featurize_rows(load_rows(data_dir), TrainConfig(fractions=(1.0, 0.0)), progress=False)
+    by_program: dict[str, set] = {}
+    for tree, h in zip(sets["train"].trees, sets["train"].programs, strict=True):
+        by_program.setdefault(h, set()).add(id(tree.anchor))
+    assert all(len(ids) == 1 for ids in by_program.values()) and len(by_program) > 1
+
+
+def test_anchored_training_reduces_the_loss_and_keeps_the_flag(data_dir, tmp_path):
+    cfg = TrainConfig(epochs=15, max_lr=3e-3, fractions=(1.0, 0.0),
+                      model=dataclasses.replace(ModelConfig.tiny(), anchored=True))
+    sets = featurize_rows(load_rows(data_dir), cfg, progress=False)
+    trainer = Trainer(cfg, steps_per_epoch=len(sets["train"].trees))
+    assert "anchored=True" in trainer.settings()["model"]
+    assert "anchored" not in Trainer(TrainConfig(), 1).settings()["model"]  # older checkpoints still resume
+    torch.nn.init.normal_(trainer.model.head[-1].weight, std=0.1)  # a start with some error to remove
+    before = evaluate(trainer.model, sets["train"])
+    rng = np.random.default_rng(0)
+    for _ in range(cfg.epochs):
+        train_epoch(trainer.model, sets["train"], trainer.opt, trainer.sched, cfg, rng)
+    assert evaluate(trainer.model, sets["train"]) < before
+    save_model(trainer.model, tmp_path / "m.pt")
+    loaded, _ = load_model(tmp_path / "m.pt")
+    assert loaded.cfg.anchored
+    # an unanchored file fine-tuned --anchored keeps its weights and gains the anchor
+    save_model(CostModel(ModelConfig.tiny()), tmp_path / "plain.pt")
+    start, tuned = fine_tune_start(TrainConfig(init_from=str(tmp_path / "plain.pt"), model=cfg.model))
+    assert tuned.model.anchored and tuned.model.embed == ModelConfig.tiny().embed and start is not None
 
 
 def test_a_few_training_steps_reduce_the_loss(data_dir):

@@ -34,11 +34,14 @@ matrices, bounds and loop tags come from the Pearl agent's state features
 
 `Tree.structure` is the loop tree as nested tuples: a loop is `("L", child, ...)`, a computation
 its index in `Tree.comps`; the root is a virtual loop around the top-level nests.  Samples whose
-structure is equal can be batched (`model.CostModel` recurses once per structure).
+structure is equal can be batched (`model.CostModel` recurses once per structure).  `Tree.origin` is
+the untransformed program's tree (one object per featurizer, so shared by a program's samples): an
+*anchored* cost model answers score(tree) - score(origin) (`model.ModelConfig.anchored`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,7 +67,7 @@ LOOP_FEATURES = 15 + MAX_ITERS
 ACCESS_FEATURES = MATRIX + 3 + MAX_RANK
 OP_FEATURES = 10
 # Bump when a feature's meaning changes without changing COMP_FEATURES (cached trees become stale).
-FEATURE_LAYOUT = 1
+FEATURE_LAYOUT = 2  # 2: trees carry their program's untransformed tree (`Tree.origin`)
 STRIDE_LOOPS = 2  # innermost and second-innermost loop
 LOCALITY_FEATURES = MAX_ACCESSES * STRIDE_LOOPS
 COMP_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES + LOCALITY_FEATURES
@@ -76,10 +79,17 @@ _CALL = re.compile(r"\b[a-z_]\w*\s*\(")
 @dataclass(frozen=True)
 class Tree:
     """One (program, schedule) as the model reads it: `comps` [n_statements, COMP_FEATURES] (program
-    order) and `structure` (nested tuples, module docstring)."""
+    order), `structure` (nested tuples, module docstring) and `origin`, the program's untransformed tree
+    (None on that tree itself)."""
 
     comps: np.ndarray
     structure: tuple
+    origin: Tree | None = None
+
+    @property
+    def anchor(self) -> Tree:
+        """The untransformed program's tree (this one when it is that tree)."""
+        return self.origin if self.origin is not None else self
 
 
 def _children(st: State, prefix: tuple[int, ...], names: list[str]) -> tuple:
@@ -209,9 +219,14 @@ def featurizer(prog: Program) -> Callable[[State], Tree]:
             made[key] = _loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
         return made[key]
 
-    def one(st: State) -> Tree:
+    def plain(st: State) -> Tree:
         comps = [comp(k, st) for k in range(len(prog.statements))]
         return Tree(np.array(comps, dtype=np.float32), loop_tree(prog, st))
+
+    origin = plain(state(prog, Schedule()))
+
+    def one(st: State) -> Tree:
+        return dataclasses.replace(plain(st), origin=origin)
 
     return one
 

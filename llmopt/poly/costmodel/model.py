@@ -21,6 +21,12 @@ version for tests).  A batch holds samples of one tree structure (A.1 batches tr
 one program for the same reason): their computation vectors are stacked and the recursion runs
 once for the whole batch.
 
+With `ModelConfig.anchored` the network's output is a score and the answer is score(transformed) -
+score(untransformed) (`Tree.anchor`), so the identity schedule is 1.0x by construction and the network
+only has to learn what a schedule changes, not each program's level.  Why: trained from scratch on one
+machine's ~350 programs, the plain network does not leave the constant, while the anchored one learns the
+innermost interchanges' slowdowns (docs/results/costmodel/README.md, thirty-eighth session).
+
 `save_model` / `load_model` keep the weights with their config and metadata (an `Ensemble`, the mean
 of several trained models' log speedups, is saved and loaded the same way); `predict(model, program,
 schedule)` and `predict_many` answer the speedup over the untransformed program.
@@ -62,6 +68,7 @@ class ModelConfig:
     head_layers: tuple[int, ...] = (200, 180)
     dropout: float = 0.225
     normalize: bool = False  # standardize the inputs (module docstring); absent in older model files
+    anchored: bool = False  # answer score(tree) - score(untransformed tree) (module docstring); absent in older files
 
     @staticmethod
     def tiny() -> ModelConfig:
@@ -171,15 +178,26 @@ def group(trees: Sequence[Tree]) -> dict[tuple, list[int]]:
 
 
 @torch.no_grad()
-def predict_trees(model: CostModel, trees: Sequence[Tree]) -> np.ndarray:
-    """Predicted speedups of featurized samples, in order (eval mode, batched by structure)."""
+def _log_speedups(model: CostModel, trees: Sequence[Tree]) -> np.ndarray:
+    """The network's outputs for featurized samples, in order (eval mode, batched by structure)."""
     model.eval()
     device = next(model.parameters()).device
     out = np.zeros(len(trees))
     for structure, idx in group(trees).items():
         comps = torch.from_numpy(np.stack([trees[k].comps for k in idx])).to(device)
-        out[idx] = model(comps, structure).cpu().numpy()
+        out[idx] = model.log_speedup(comps, structure).cpu().numpy()
     return out
+
+
+def predict_trees(model: CostModel, trees: Sequence[Tree]) -> np.ndarray:
+    """Predicted speedups of featurized samples, in order; an anchored model's scores less their programs'
+    untransformed trees' (each anchor scored once)."""
+    out = _log_speedups(model, trees)
+    if model.cfg.anchored:
+        anchors = {id(t.anchor): t.anchor for t in trees}
+        scored = dict(zip(anchors, _log_speedups(model, list(anchors.values())), strict=True))
+        out = out - np.array([scored[id(t.anchor)] for t in trees])
+    return np.exp(out)
 
 
 def predict_many(model: CostModel, prog: Program, schedules: Sequence[Schedule]) -> np.ndarray:
@@ -205,6 +223,8 @@ class Ensemble(nn.Module):
             raise CostModelError("an ensemble needs at least one cost model")
         if len({m.cfg.comp_features for m in members}) > 1:
             raise CostModelError("the ensemble's members read different features: train them with one llmopt")
+        if len({m.cfg.anchored for m in members}) > 1:
+            raise CostModelError("an ensemble's members must be all anchored or all not")
         self.members = nn.ModuleList(members)
         self.cfg = members[0].cfg
 

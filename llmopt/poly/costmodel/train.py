@@ -16,6 +16,10 @@ what is reported): MAPE charges an over-prediction without bound and an under-pr
 `--min-baseline-ms MS` keeps only programs whose original schedule runs at least MS (`at_least`): a
 search is asked about benchmarks that run 12-230 ms, and on programs of a few ms parallel loops gain nothing.
 
+`--anchored` trains the model to answer score(transformed) - score(untransformed) (`model.ModelConfig.anchored`):
+from scratch, at `--lr 1e-4` (at A.1's 1e-3 this network does not fit even 20 programs' rows), it learns the
+schedules that the plain network, from scratch or fine-tuned, predicts as ~1.0x.
+
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
 predict its speedups no better than answering 1.0x (MAPE 0.172 against 0.174 on the test programs' transformed
@@ -53,7 +57,7 @@ import torch
 from llmopt.errors import UsageError, run_main
 from llmopt.outputs import atomic_target
 from llmopt.poly.costmodel.data import load_rows
-from llmopt.poly.costmodel.features import COMP_FEATURES, FEATURE_LAYOUT, Tree, featurize
+from llmopt.poly.costmodel.features import COMP_FEATURES, FEATURE_LAYOUT, Tree, featurizer
 from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public answer, re-exported)
     CostModel,
     Ensemble,
@@ -67,7 +71,7 @@ from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public an
     save_model,
 )
 from llmopt.poly.program import program_from_dict
-from llmopt.poly.schedule import Schedule
+from llmopt.poly.schedule import Schedule, state
 
 SPLITS = ("train", "validation", "test")
 LOSSES = ("mape", "log")  # `TrainConfig.loss`
@@ -173,14 +177,17 @@ def featurize_rows(rows: list[dict], cfg: TrainConfig, progress: bool = True,
         except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError):
             known = {}  # a damaged cache is only lost time: featurize again
     out = {s: Dataset() for s in SPLITS}
-    progs: dict[str, object] = {}
+    featurizers: dict[str, object] = {}  # one per program: its samples share its untransformed tree
     fresh = 0
     for r in tqdm(rows, desc="features", unit="sample", disable=not progress):
         key = _row_key(r)
         tree = known.get(key)
         if tree is None:
-            prog = progs.setdefault(r["hash"], program_from_dict(r["program"]))
-            tree = known[key] = featurize(prog, Schedule.from_list(r["schedule"]))
+            if r["hash"] not in featurizers:
+                prog = program_from_dict(r["program"])
+                featurizers[r["hash"]] = (prog, featurizer(prog))
+            prog, featurize = featurizers[r["hash"]]
+            tree = known[key] = featurize(state(prog, Schedule.from_list(r["schedule"])))
             fresh += 1
         ds = out[split_of(r["hash"], cfg.fractions, cfg.seed)]
         ds.trees.append(tree)
@@ -214,6 +221,17 @@ def _tensors(ds: Dataset, idx: list[int], device: str) -> tuple[torch.Tensor, to
     return comps, target, ds.trees[idx[0]].structure
 
 
+def batch_log_speedup(model: CostModel, ds: Dataset, idx: list[int], device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(predicted log speedups, measured speedups) of one batch (one program, one structure); an anchored
+    model's scores less its program's untransformed tree's, so the gradient flows through both."""
+    comps, target, structure = _tensors(ds, idx, device)
+    log_pred = model.log_speedup(comps, structure)
+    if model.cfg.anchored:
+        anchor = ds.trees[idx[0]].anchor
+        log_pred = log_pred - model.log_speedup(torch.from_numpy(anchor.comps[None]).to(device), anchor.structure)
+    return log_pred, target
+
+
 def evaluate(model: CostModel, ds: Dataset) -> float:
     """MAPE (fraction) of the model on a dataset; nan when it is empty."""
     return scores(model, ds)[0]
@@ -242,8 +260,7 @@ def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng
     model.train()
     total, seen = 0.0, 0
     for idx in batches(ds, cfg.batch_size, rng):
-        comps, target, structure = _tensors(ds, idx, cfg.device)
-        log_pred = model.log_speedup(comps, structure)
+        log_pred, target = batch_log_speedup(model, ds, idx, cfg.device)
         error = mape(log_pred.exp(), target)
         loss = batch_loss(log_pred, target, ds.magnitude_mask(idx, cfg.device), cfg)
         opt.zero_grad()
@@ -286,7 +303,9 @@ class Trainer:
     def settings(self) -> dict:
         """What a resumed run must share with the checkpoint (the one-cycle schedule spans all epochs)."""
         return {"epochs": self.cfg.epochs, "batch_size": self.cfg.batch_size, "max_lr": self.cfg.max_lr,
-                "seed": self.cfg.seed, "fractions": list(self.cfg.fractions), "model": repr(self.cfg.model),
+                "seed": self.cfg.seed, "fractions": list(self.cfg.fractions),
+                # without the anchored flag when off, so checkpoints from before it still resume
+                "model": repr(self.cfg.model).replace(", anchored=False", ""),
                 # absent when off, so checkpoints from before the option still resume
                 **({"rank_weight": self.cfg.rank_weight} if self.cfg.rank_weight else {}),
                 **({"weight_decay": self.cfg.weight_decay} if self.cfg.weight_decay != TrainConfig.weight_decay else {}),
@@ -338,7 +357,8 @@ def fine_tune_start(cfg: TrainConfig) -> tuple[dict | None, TrainConfig]:
     model, _ = load_model(path, cfg.device)  # its config, weights and feature-count check
     if isinstance(model, Ensemble):
         raise UsageError(f"--init-from {path} is an ensemble; fine-tune one of its members")
-    return model.state_dict(), dataclasses.replace(cfg, model=model.cfg)
+    anchored = model.cfg.anchored or cfg.model.anchored  # an unanchored model may be fine-tuned anchored
+    return model.state_dict(), dataclasses.replace(cfg, model=dataclasses.replace(model.cfg, anchored=anchored))
 
 
 def at_least(rows: list[dict], min_baseline_ms: float) -> list[dict]:
@@ -441,6 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dropout", type=float, help=f"dropout after every layer (default A.1's {ModelConfig.dropout})")
     p.add_argument("--normalize", action="store_true",
                    help="standardize the inputs by the training split's statistics (not in the paper; learns far faster)")
+    p.add_argument("--anchored", action="store_true",
+                   help="answer score(transformed) - score(untransformed): the identity is 1.0x by construction "
+                        "(from scratch use --normalize --dropout 0 --lr 1e-4)")
     p.add_argument("--train-share", type=float, default=1.0,
                    help="train on this share of the training programs (a learning curve; validation and test unchanged)")
     p.add_argument("--rank-weight", type=float, default=0.0,
@@ -470,6 +493,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     if args.normalize:
         cfg.model = dataclasses.replace(cfg.model, normalize=True)
+    if args.anchored:
+        cfg.model = dataclasses.replace(cfg.model, anchored=True)
     print(json.dumps(train(args.data, args.out, cfg)))
     return 0
 
