@@ -159,8 +159,8 @@ def featurize_rows(rows: list[dict], cfg: TrainConfig, progress: bool = True,
                    cache: str | os.PathLike | None = None) -> dict[str, Dataset]:
     """Rows -> featurized datasets per split (programs parsed once each).
 
-    Featurizing is isl work (bounds of every loop of every schedule: ~600 samples/s on the idle 2-core
-    machine, ~50 beside other work; docs/benchmarks.md), so with
+    Featurizing is isl work (bounds of every loop of every schedule: ~1,850 samples/s beside a training job,
+    with one featurizer per program reusing its samples' computation vectors; docs/benchmarks.md), so with
     `cache` the trees are kept in that file, keyed by (program, schedule) and by the feature layout:
     a resumed or repeated run featurizes only rows it has not seen.
     """
