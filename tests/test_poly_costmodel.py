@@ -609,6 +609,32 @@ def test_order_only_samples_reach_the_loss_through_the_rank_term_alone():
         assert torch.isclose(batch_loss(log_pred, target, mixed, c), alone + 0.5 * rank_loss(log_pred, target))
 
 
+def test_a_rank_teacher_replaces_the_measured_order_in_the_rank_term_only(data_dir, tmp_path):
+    """`--rank-teacher MODEL`: the rank term orders by MODEL's predictions, the magnitude term still by the labels;
+    the training run reads the teacher's predictions of its training samples and records the teacher."""
+    from llmopt.poly.costmodel.model import predict_trees, rank_loss
+    from llmopt.poly.costmodel.train import batch_loss, teacher_order
+
+    log_pred, target = torch.log(torch.tensor([1.0, 2.0, 0.5])), torch.tensor([1.2, 1.5, 0.4])
+    teacher = torch.tensor([0.5, 1.0, 3.0])  # the reverse order
+    cfg, every = TrainConfig(rank_weight=0.5), torch.ones(3, dtype=torch.bool)
+    plain = batch_loss(log_pred, target, every, dataclasses.replace(cfg, rank_weight=0))
+    assert torch.isclose(batch_loss(log_pred, target, every, cfg, teacher), plain + 0.5 * rank_loss(log_pred, teacher))
+    assert batch_loss(log_pred, target, every, cfg, teacher) > batch_loss(log_pred, target, every, cfg)
+    torch.manual_seed(1)
+    model = CostModel(ModelConfig.tiny())
+    torch.nn.init.normal_(model.head[-1].weight)
+    save_model(model, tmp_path / "teacher.pt")
+    tcfg = TrainConfig(epochs=1, fractions=(1.0, 0.0), model=ModelConfig.tiny(), rank_weight=0.5,
+                       rank_teacher=str(tmp_path / "teacher.pt"))
+    ds = featurize_rows(load_rows(data_dir), tcfg, progress=False)["train"]
+    assert teacher_order(tcfg, ds) == pytest.approx(list(predict_trees(model, ds.trees)))
+    with pytest.raises(UsageError, match="rank-weight"):
+        teacher_order(dataclasses.replace(tcfg, rank_weight=0.0), ds)
+    train(data_dir, tmp_path / "run", tcfg, log=lambda *_: None, progress=False)
+    assert torch.load(tmp_path / "run" / "last.pt", weights_only=False)["settings"]["rank_teacher"] == tcfg.rank_teacher
+
+
 def test_order_only_folders_are_marked_and_checked(data_dir, tmp_path):
     """`train A B --order-only B --rank-weight W`: B's rows are featurized as order-only, A's as taught."""
     rows = load_rows(data_dir)

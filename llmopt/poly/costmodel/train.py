@@ -20,6 +20,10 @@ search is asked about benchmarks that run 12-230 ms, and on programs of a few ms
 from scratch, at `--lr 1e-4` (at A.1's 1e-3 this network does not fit even 20 programs' rows), it learns the
 schedules that the plain network, from scratch or fine-tuned, predicts as ~1.0x.
 
+`--rank-teacher MODEL` (with `--rank-weight`): the rank loss orders each batch by MODEL's predictions instead of
+the measured speedups (distillation of an order): the anchored models learn magnitudes the fine-tunes of the
+shipped lineage do not, and rank schedules worse than they do.
+
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
 predict its speedups no better than answering 1.0x (MAPE 0.172 against 0.174 on the test programs' transformed
@@ -100,6 +104,7 @@ class TrainConfig:
     # Folders (as given to `train`) whose labels teach only the order of each program's schedules (the rank
     # loss), not by how much they differ (`loss`): labels timed on another machine (`magnitude_mask`).
     order_only: tuple[str, ...] = ()
+    rank_teacher: str | None = None  # a cost model whose predicted order the rank loss teaches (module docstring)
     # Fine-tune: start from this saved cost model's weights, input statistics and architecture (which replace
     # `model`), so new labels can be added without retraining from scratch.
     init_from: str | None = None
@@ -130,12 +135,14 @@ class Dataset:
     speedups: list[float] = field(default_factory=list)
     programs: list[str] = field(default_factory=list)
     magnitude: list[bool] = field(default_factory=list)
+    order: list[float] = field(default_factory=list)  # what the rank loss orders by (empty: `speedups`)
 
     def where(self, keep) -> Dataset:
         """The samples whose program hash `keep(hash)` accepts."""
         idx = [k for k, h in enumerate(self.programs) if keep(h)]
         return Dataset([self.trees[k] for k in idx], [self.speedups[k] for k in idx], [self.programs[k] for k in idx],
-                       [self.magnitude[k] for k in idx] if self.magnitude else [])
+                       [self.magnitude[k] for k in idx] if self.magnitude else [],
+                       [self.order[k] for k in idx] if self.order else [])
 
     def magnitude_mask(self, idx: list[int], device: str) -> torch.Tensor:
         """Which of the samples `idx` the magnitude loss (`TrainConfig.loss`) sees."""
@@ -262,7 +269,8 @@ def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng
     for idx in batches(ds, cfg.batch_size, rng):
         log_pred, target = batch_log_speedup(model, ds, idx, cfg.device)
         error = mape(log_pred.exp(), target)
-        loss = batch_loss(log_pred, target, ds.magnitude_mask(idx, cfg.device), cfg)
+        order = torch.tensor([ds.order[k] for k in idx], device=cfg.device) if ds.order else None
+        loss = batch_loss(log_pred, target, ds.magnitude_mask(idx, cfg.device), cfg, order)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -272,9 +280,11 @@ def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng
     return total / max(seen, 1)
 
 
-def batch_loss(log_pred: torch.Tensor, target: torch.Tensor, taught: torch.Tensor, cfg: TrainConfig) -> torch.Tensor:
+def batch_loss(log_pred: torch.Tensor, target: torch.Tensor, taught: torch.Tensor, cfg: TrainConfig,
+               order: torch.Tensor | None = None) -> torch.Tensor:
     """What one batch minimizes: `cfg.loss` on the samples whose magnitude is `taught` (all but an
-    `order_only` folder's), plus `cfg.rank_weight` x `rank_loss` on all of them."""
+    `order_only` folder's), plus `cfg.rank_weight` x `rank_loss` on all of them, by `order` (a teacher's
+    predicted speedups) when given, else by the measured ones."""
     if not taught.any():
         loss = log_pred.sum() * 0.0
     elif cfg.loss == "log":
@@ -282,7 +292,7 @@ def batch_loss(log_pred: torch.Tensor, target: torch.Tensor, taught: torch.Tenso
     else:
         loss = mape(log_pred[taught].exp(), target[taught])
     if cfg.rank_weight:
-        loss = loss + cfg.rank_weight * rank_loss(log_pred, target)
+        loss = loss + cfg.rank_weight * rank_loss(log_pred, target if order is None else order)
     return loss
 
 
@@ -314,6 +324,7 @@ class Trainer:
                 **({"loss": self.cfg.loss} if self.cfg.loss != "mape" else {}),
                 **({"init_seed": self.cfg.init_seed} if self.cfg.init_seed is not None else {}),
                 **({"order_only": list(self.cfg.order_only)} if self.cfg.order_only else {}),
+                **({"rank_teacher": self.cfg.rank_teacher} if self.cfg.rank_teacher else {}),
                 **({"init_from": self.cfg.init_from} if self.cfg.init_from else {})}
 
     def state(self) -> dict:
@@ -370,6 +381,16 @@ def at_least(rows: list[dict], min_baseline_ms: float) -> list[dict]:
     return [r for r in rows if float(r["baseline_seconds"]) * 1e3 >= min_baseline_ms] if min_baseline_ms else rows
 
 
+def teacher_order(cfg: TrainConfig, ds: Dataset) -> list[float]:
+    """`cfg.rank_teacher`'s predicted speedups of the training samples (what `--rank-teacher` ranks by)."""
+    if not cfg.rank_weight:
+        raise UsageError("--rank-teacher teaches through the rank loss alone: give --rank-weight > 0")
+    if not Path(cfg.rank_teacher).is_file():
+        raise UsageError(f"--rank-teacher {cfg.rank_teacher}: no such cost model file")
+    teacher, _ = load_model(cfg.rank_teacher, cfg.device)
+    return [float(v) for v in predict_trees(teacher, ds.trees)]
+
+
 def _labelled_rows(folders: list, cfg: TrainConfig) -> list[dict]:
     """Every folder's rows, those of `cfg.order_only` folders marked `order_only` (read by `featurize_rows`)."""
     given = {os.path.normpath(str(f)) for f in folders}
@@ -406,6 +427,8 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
     sets["train"] = train_share_of(sets["train"], cfg)
     if not sets["train"].trees:
         raise UsageError(f"{data}: no training programs after the split (collect more programs)")
+    if cfg.rank_teacher:
+        sets["train"].order = teacher_order(cfg, sets["train"])
     trainer = Trainer(cfg, len(batches(sets["train"], cfg.batch_size)))
     if start is not None:
         trainer.model.load_state_dict(start)
@@ -476,6 +499,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--order-only", metavar="DATA", action="append", default=[],
                    help="a folder of DATA whose labels teach only the order of each program's schedules (the rank "
                         "loss), not their magnitude: labels timed on another machine (repeatable)")
+    p.add_argument("--rank-teacher", metavar="MODEL",
+                   help="the rank loss orders each program's schedules by this cost model's predictions instead of "
+                        "the measured speedups (with --rank-weight; distils an order)")
     p.add_argument("--init-from", metavar="MODEL",
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
                         "(so not with --tiny, --dropout or --normalize), e.g. to add new labels at a low --lr")
@@ -489,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
                       rank_weight=args.rank_weight, weight_decay=args.weight_decay,
                       train_share=args.train_share, min_baseline_ms=args.min_baseline_ms,
                       loss=args.loss, init_seed=args.init_seed, init_from=args.init_from,
-                      order_only=tuple(args.order_only))
+                      order_only=tuple(args.order_only), rank_teacher=args.rank_teacher)
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     if args.normalize:
