@@ -368,6 +368,8 @@ def test_an_anchored_model_answers_score_differences_and_the_identity_exactly_on
     got = predict_trees(anchored, trees)
     assert got[0] == pytest.approx(1.0, abs=1e-6)
     assert got[1] == pytest.approx(np.exp(scores[1] - scores[0]), rel=1e-5)
+    with pytest.raises(CostModelError, match="anchored"):
+        Ensemble([anchored, plain])  # the mean of a difference and a plain answer means nothing
     sets = featurize_rows(load_rows(data_dir), TrainConfig(fractions=(1.0, 0.0)), progress=False)
     by_program: dict[str, set] = {}
     for tree, h in zip(sets["train"].trees, sets["train"].programs, strict=True):

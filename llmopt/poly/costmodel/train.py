@@ -17,12 +17,14 @@ what is reported): MAPE charges an over-prediction without bound and an under-pr
 search is asked about benchmarks that run 12-230 ms, and on programs of a few ms parallel loops gain nothing.
 
 `--anchored` trains the model to answer score(transformed) - score(untransformed) (`model.ModelConfig.anchored`):
-from scratch, at `--lr 1e-4` (at A.1's 1e-3 this network does not fit even 20 programs' rows), it learns the
-schedules that the plain network, from scratch or fine-tuned, predicts as ~1.0x.
+from scratch at `--lr 1e-4` (at A.1's 1e-3 this network does not fit even 20 programs' rows) it learns the
+slowdowns the fine-tunes predict as ~1.0x and passes answering 1.0x on every held-out set, which the plain
+network at that rate does not on the retest sets.
 
 `--rank-teacher MODEL` (with `--rank-weight`): the rank loss orders each batch by MODEL's predictions instead of
 the measured speedups (distillation of an order): the anchored models learn magnitudes the fine-tunes of the
-shipped lineage do not, and rank schedules worse than they do.
+shipped lineage do not, and rank schedules worse than they do (with the shipped model as teacher: a better
+order, magnitudes back at the constant; docs/results/costmodel/README.md).
 
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
