@@ -41,7 +41,6 @@ the untransformed program's tree (one object per featurizer, so shared by a prog
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -219,16 +218,12 @@ def featurizer(prog: Program) -> Callable[[State], Tree]:
             made[key] = _loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
         return made[key]
 
-    def plain(st: State) -> Tree:
+    def tree(st: State, origin: Tree | None = None) -> Tree:
         comps = [comp(k, st) for k in range(len(prog.statements))]
-        return Tree(np.array(comps, dtype=np.float32), loop_tree(prog, st))
+        return Tree(np.array(comps, dtype=np.float32), loop_tree(prog, st), origin)
 
-    origin = plain(state(prog, Schedule()))
-
-    def one(st: State) -> Tree:
-        return dataclasses.replace(plain(st), origin=origin)
-
-    return one
+    origin = tree(state(prog, Schedule()))  # its vectors are kept too: the children reuse them
+    return lambda st: tree(st, origin)
 
 
 def _comp_key(name: str, st: State) -> tuple:
