@@ -399,6 +399,51 @@ def test_anchored_training_reduces_the_loss_and_keeps_the_flag(data_dir, tmp_pat
     assert tuned.model.anchored and tuned.model.embed == ModelConfig.tiny().embed and start is not None
 
 
+def test_absolute_times_teach_the_anchored_scores_and_need_the_anchor(data_dir, tmp_path):
+    """`--absolute-weight`: every sample carries its schedule's and its original's measured log ms (kept aligned
+    by `Dataset.where`), and training with the term brings an anchored model's scores toward minus those times."""
+    from llmopt.poly.costmodel.train import absolute_error, batch_scores, batches
+
+    rows = load_rows(data_dir)
+    cfg = TrainConfig(epochs=60, max_lr=1e-2, fractions=(1.0, 0.0), absolute_weight=1.0,
+                      model=dataclasses.replace(ModelConfig.tiny(), anchored=True))
+    ds = featurize_rows(rows, cfg, progress=False)["train"]
+    assert ds.log_ms == pytest.approx([math.log(r["seconds"] * 1e3) for r in rows])
+    assert ds.anchor_log_ms == pytest.approx([math.log(r["baseline_seconds"] * 1e3) for r in rows])
+    first = ds.programs[0]
+    kept = ds.where(lambda h: h == first)
+    assert kept.log_ms == [t for t, h in zip(ds.log_ms, ds.programs, strict=True) if h == first]
+    exact = torch.tensor([-1.0, -2.0])
+    assert float(absolute_error(exact, torch.tensor([0.5]), torch.tensor([1.0, 2.0]), torch.tensor([-0.5, -0.5]))) == 0
+    assert float(absolute_error(exact, torch.tensor([0.0]), torch.tensor([1.0, 2.0]), torch.tensor([-0.5, -0.5]))) > 0
+
+    center = float(np.median(ds.anchor_log_ms))
+
+    def error(model) -> float:
+        with torch.no_grad():
+            parts = []
+            for idx in batches(ds, 32):
+                scores, anchor, _ = batch_scores(model, ds, idx, "cpu")
+                times = torch.tensor([[ds.log_ms[k] - center, ds.anchor_log_ms[k] - center] for k in idx])
+                parts.append(float(absolute_error(scores, anchor, times[:, 0], times[:, 1])))
+            return float(np.mean(parts))
+
+    def trained(weight: float) -> CostModel:
+        run = dataclasses.replace(cfg, absolute_weight=weight)
+        trainer, rng = Trainer(run, steps_per_epoch=len(batches(ds, run.batch_size))), np.random.default_rng(0)
+        for _ in range(run.epochs):
+            train_epoch(trainer.model, ds, trainer.opt, trainer.sched, run, rng)
+        return trainer.model
+
+    assert Trainer(cfg, 1).settings()["absolute_weight"] == 1.0
+    assert "absolute_weight" not in Trainer(dataclasses.replace(cfg, absolute_weight=0.0), 1).settings()
+    before = error(CostModel(cfg.model))
+    assert error(trained(1.0)) < min(0.9 * before, error(trained(0.0)))  # the term, not MAPE alone, moved them
+    with pytest.raises(UsageError, match="anchored"):
+        train(data_dir, tmp_path / "plain", dataclasses.replace(cfg, model=ModelConfig.tiny()), log=lambda *_: None,
+              progress=False)
+
+
 def test_a_few_training_steps_reduce_the_loss(data_dir):
     cfg = TrainConfig(epochs=40, max_lr=3e-3, fractions=(1.0, 0.0), model=ModelConfig.tiny())
     sets = featurize_rows(load_rows(data_dir), cfg, progress=False)

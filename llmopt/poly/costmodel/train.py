@@ -26,6 +26,10 @@ the measured speedups (distillation of an order): the anchored models learn magn
 shipped lineage do not, and rank schedules worse than they do (with the shipped model as teacher: a better
 order, magnitudes back at the constant; docs/results/costmodel/README.md).
 
+`--absolute-weight W` (with `--anchored`): the scores also learn minus the measured log time (ms, centered) of
+each schedule and of its original (`absolute_error`), a second target every row holds: a network that knows
+what a nest costs may carry a schedule's effect across programs better than one that sees only differences.
+
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
 predict its speedups no better than answering 1.0x (MAPE 0.172 against 0.174 on the test programs' transformed
@@ -107,6 +111,7 @@ class TrainConfig:
     # loss), not by how much they differ (`loss`): labels timed on another machine (`magnitude_mask`).
     order_only: tuple[str, ...] = ()
     rank_teacher: str | None = None  # a cost model whose predicted order the rank loss teaches (module docstring)
+    absolute_weight: float = 0.0  # weight of `absolute_error` (measured log times as a second target; anchored only)
     # Fine-tune: start from this saved cost model's weights, input statistics and architecture (which replace
     # `model`), so new labels can be added without retraining from scratch.
     init_from: str | None = None
@@ -138,13 +143,20 @@ class Dataset:
     programs: list[str] = field(default_factory=list)
     magnitude: list[bool] = field(default_factory=list)
     order: list[float] = field(default_factory=list)  # what the rank loss orders by (empty: `speedups`)
+    # Measured times, log milliseconds, of each sample's schedule and of its paired original (what
+    # `--absolute-weight` teaches; empty for samples made without rows).
+    log_ms: list[float] = field(default_factory=list)
+    anchor_log_ms: list[float] = field(default_factory=list)
 
     def where(self, keep) -> Dataset:
         """The samples whose program hash `keep(hash)` accepts."""
         idx = [k for k, h in enumerate(self.programs) if keep(h)]
-        return Dataset([self.trees[k] for k in idx], [self.speedups[k] for k in idx], [self.programs[k] for k in idx],
-                       [self.magnitude[k] for k in idx] if self.magnitude else [],
-                       [self.order[k] for k in idx] if self.order else [])
+
+        def pick(values: list) -> list:
+            return [values[k] for k in idx] if values else []
+
+        return Dataset(pick(self.trees), pick(self.speedups), pick(self.programs), pick(self.magnitude),
+                       pick(self.order), pick(self.log_ms), pick(self.anchor_log_ms))
 
     def magnitude_mask(self, idx: list[int], device: str) -> torch.Tensor:
         """Which of the samples `idx` the magnitude loss (`TrainConfig.loss`) sees."""
@@ -203,6 +215,8 @@ def featurize_rows(rows: list[dict], cfg: TrainConfig, progress: bool = True,
         ds.speedups.append(max(float(r["speedup"]), MIN_SPEEDUP))
         ds.programs.append(r["hash"])
         ds.magnitude.append(not r.get("order_only", False))
+        ds.log_ms.append(math.log(max(float(r["seconds"]), 1e-9) * 1e3))
+        ds.anchor_log_ms.append(math.log(max(float(r["baseline_seconds"]), 1e-9) * 1e3))
     if cache is not None and fresh:
         with atomic_target(cache) as tmp:
             tmp.write_bytes(pickle.dumps({"layout": layout, "trees": known}, protocol=pickle.HIGHEST_PROTOCOL))
@@ -233,12 +247,28 @@ def _tensors(ds: Dataset, idx: list[int], device: str) -> tuple[torch.Tensor, to
 def batch_log_speedup(model: CostModel, ds: Dataset, idx: list[int], device: str) -> tuple[torch.Tensor, torch.Tensor]:
     """(predicted log speedups, measured speedups) of one batch (one program, one structure); an anchored
     model's scores less its program's untransformed tree's, so the gradient flows through both."""
+    log_pred, anchor, target = batch_scores(model, ds, idx, device)
+    return (log_pred if anchor is None else log_pred - anchor), target
+
+
+def batch_scores(model: CostModel, ds: Dataset, idx: list[int],
+                 device: str) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """(the network's outputs for one batch, its output for the program's untransformed tree when the model
+    is anchored (else None), measured speedups)."""
     comps, target, structure = _tensors(ds, idx, device)
-    log_pred = model.log_speedup(comps, structure)
-    if model.cfg.anchored:
-        anchor = ds.trees[idx[0]].anchor
-        log_pred = log_pred - model.log_speedup(torch.from_numpy(anchor.comps[None]).to(device), anchor.structure)
-    return log_pred, target
+    out = model.log_speedup(comps, structure)
+    if not model.cfg.anchored:
+        return out, None, target
+    anchor = ds.trees[idx[0]].anchor
+    return out, model.log_speedup(torch.from_numpy(anchor.comps[None]).to(device), anchor.structure), target
+
+
+def absolute_error(scores: torch.Tensor, anchor: torch.Tensor, log_ms: torch.Tensor,
+                   anchor_log_ms: torch.Tensor) -> torch.Tensor:
+    """How far an anchored model's scores are from minus the measured log times (centered log ms) of a batch's
+    schedules and of their original: a score that is minus a log time makes score(tree) - score(original)
+    a log speedup, and asks the network to know what a whole nest costs, not only what a schedule changes."""
+    return ((scores + log_ms).abs().mean() + (anchor + anchor_log_ms.mean()).abs().mean()) / 2
 
 
 def evaluate(model: CostModel, ds: Dataset) -> float:
@@ -265,14 +295,21 @@ def scores(model: CostModel, ds: Dataset) -> tuple[float, float]:
 def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng: np.random.Generator) -> float:
     """One pass over the training set; the mean MAPE of its batches (weighted by size), whatever `cfg.loss`
     it minimizes.  With `cfg.rank_weight` the loss adds that much `rank_loss` (a batch is one program's
-    schedules)."""
+    schedules), with `cfg.absolute_weight` that much `absolute_error`."""
     model.train()
     total, seen = 0.0, 0
+    center = float(np.median(ds.anchor_log_ms)) if cfg.absolute_weight else 0.0  # the head starts near 0
     for idx in batches(ds, cfg.batch_size, rng):
-        log_pred, target = batch_log_speedup(model, ds, idx, cfg.device)
+        scores_, anchor, target = batch_scores(model, ds, idx, cfg.device)
+        log_pred = scores_ if anchor is None else scores_ - anchor
         error = mape(log_pred.exp(), target)
         order = torch.tensor([ds.order[k] for k in idx], device=cfg.device) if ds.order else None
-        loss = batch_loss(log_pred, target, ds.magnitude_mask(idx, cfg.device), cfg, order)
+        taught = ds.magnitude_mask(idx, cfg.device)
+        loss = batch_loss(log_pred, target, taught, cfg, order)
+        if cfg.absolute_weight and taught.any():
+            times = torch.tensor([[ds.log_ms[k] - center, ds.anchor_log_ms[k] - center] for k in idx],
+                                 device=cfg.device)[taught]
+            loss = loss + cfg.absolute_weight * absolute_error(scores_[taught], anchor, times[:, 0], times[:, 1])
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -327,6 +364,7 @@ class Trainer:
                 **({"init_seed": self.cfg.init_seed} if self.cfg.init_seed is not None else {}),
                 **({"order_only": list(self.cfg.order_only)} if self.cfg.order_only else {}),
                 **({"rank_teacher": self.cfg.rank_teacher} if self.cfg.rank_teacher else {}),
+                **({"absolute_weight": self.cfg.absolute_weight} if self.cfg.absolute_weight else {}),
                 **({"init_from": self.cfg.init_from} if self.cfg.init_from else {})}
 
     def state(self) -> dict:
@@ -352,6 +390,7 @@ def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) 
     return {"data": data, "fractions": list(cfg.fractions), "seed": cfg.seed, "init_seed": cfg.weights_seed,
             **({"init_from": cfg.init_from} if cfg.init_from else {}),
             **({"order_only": list(cfg.order_only)} if cfg.order_only else {}),
+            **({"absolute_weight": cfg.absolute_weight} if cfg.absolute_weight else {}),
             "history": history,
             "loss": cfg.loss, "rank_weight": cfg.rank_weight, "min_baseline_ms": cfg.min_baseline_ms,
             "programs": {s: sorted(set(sets[s].programs)) for s in SPLITS},
@@ -420,6 +459,8 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     start, cfg = fine_tune_start(cfg)  # before featurizing: a wrong file fails in a second, not minutes
+    if cfg.absolute_weight and not cfg.model.anchored:
+        raise UsageError("--absolute-weight teaches an anchored model's scores: add --anchored")
     folders = [data] if isinstance(data, (str, os.PathLike)) else list(data)
     data = " + ".join(map(str, folders))
     rows = at_least(_labelled_rows(folders, cfg), cfg.min_baseline_ms)
@@ -504,6 +545,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rank-teacher", metavar="MODEL",
                    help="the rank loss orders each program's schedules by this cost model's predictions instead of "
                         "the measured speedups (with --rank-weight; distils an order)")
+    p.add_argument("--absolute-weight", type=float, default=0.0, metavar="W",
+                   help="add W x the error of the anchored scores against minus the measured log times of each "
+                        "schedule and its original (a second target every row holds; with --anchored)")
     p.add_argument("--init-from", metavar="MODEL",
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
                         "(so not with --tiny, --dropout or --normalize), e.g. to add new labels at a low --lr")
@@ -517,7 +561,8 @@ def main(argv: list[str] | None = None) -> int:
                       rank_weight=args.rank_weight, weight_decay=args.weight_decay,
                       train_share=args.train_share, min_baseline_ms=args.min_baseline_ms,
                       loss=args.loss, init_seed=args.init_seed, init_from=args.init_from,
-                      order_only=tuple(args.order_only), rank_teacher=args.rank_teacher)
+                      order_only=tuple(args.order_only), rank_teacher=args.rank_teacher,
+                      absolute_weight=args.absolute_weight)
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     if args.normalize:
