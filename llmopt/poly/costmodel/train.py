@@ -551,7 +551,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--init-from", metavar="MODEL",
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
                         "(so not with --tiny, --dropout or --normalize), e.g. to add new labels at a low --lr")
-    args = p.parse_args(argv)
+    print(json.dumps(train(*_config(p.parse_args(argv)))))
+    return 0
+
+
+def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
+    """(data, out, the training settings) of the command line."""
     if args.init_from and (args.tiny or args.dropout is not None or args.normalize):
         raise UsageError("--init-from takes the architecture from the model file: drop --tiny, --dropout and --normalize")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -569,8 +574,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg.model = dataclasses.replace(cfg.model, normalize=True)
     if args.anchored:
         cfg.model = dataclasses.replace(cfg.model, anchored=True)
-    print(json.dumps(train(args.data, args.out, cfg)))
-    return 0
+    return args.data, args.out, cfg
 
 
 if __name__ == "__main__":
