@@ -17,6 +17,10 @@ the test programs (>= MS when given), the schedules that interchange a statement
 the rest (`touches_innermost`: the rare large slowdowns and many large speedups), each with its MAPE, the
 constant's, and the correlation of log predicted with log measured speedup (does the model know which way a
 schedule goes, whatever MAPE says?); a model that scores near the constant on its own training rows underfits.
+"extremes" (on the test programs, >= MS when given): the rows slower than 0.25x, how many each model calls
+slower than 0.5x, the part of its MAPE they make, its MAPE without them, and its false alarms (answers under
+0.5x where the measured speedup is at least 0.8x): MAPE divides by the target, so a handful of missed 0.05x
+rows can outweigh the rest.
 """
 
 from __future__ import annotations
@@ -68,12 +72,14 @@ def main() -> int:
     models = {m: load_model(m, "cpu")[0] for m in args.models}
     both = {m: {k: scores(model, v) for k, v in parts.items()} for m, model in models.items()}
     kinds = by_kind(rows, sets, models, args.min_baseline_ms) if args.by_kind else None
+    judged = parts.get(f"test, >= {args.min_baseline_ms:g} ms", test)
     print(json.dumps({"programs": {k: len(set(v.programs)) for k, v in parts.items()},
                       "mape": {m: {k: round(v[0], 4) for k, v in r.items()} for m, r in both.items()},
                       "pick": {m: {k: round(v[1], 3) for k, v in r.items()} for m, r in both.items()},
                       "mape_always_1": {k: round(always_1_mape(v.speedups), 4) for k, v in parts.items()},
                       "pick_identity": {k: round(identity_pick(rows, v), 3) for k, v in parts.items()},
                       "buckets": {m: error_buckets(model, test) for m, model in models.items()},
+                      "extremes": extremes(models, judged),
                       **({"kinds": kinds} if kinds else {})}, indent=1))
     return 0
 
@@ -97,6 +103,27 @@ def error_buckets(model, ds: Dataset) -> list[dict]:
                         "mape": round(float(ape[m].mean()), 3), "of_total": round(float(ape[m].sum() / len(y)), 3),
                         "always_1_of_total": round(float(ape_1[m].sum() / len(y)), 3),
                         "median_prediction": round(float(np.median(pred[m])), 3)})
+    return out
+
+
+SLOW, ALARM, NEUTRAL = 0.25, 0.5, 0.8  # measured slower than SLOW; answered under ALARM; measured at least NEUTRAL
+
+
+def extremes(models: dict, ds: Dataset) -> dict:
+    """{"samples", "slow", model or "always_1": {"called_slow", "of_total", "mape_without", "false_alarms"}}
+    on `ds` (module docstring)."""
+    import numpy as np
+
+    y = np.asarray(ds.speedups)
+    slow = y < SLOW
+    out: dict = {"samples": int(len(y)), "slow": int(slow.sum())}
+    answers = {"always_1": np.ones_like(y), **{m: predict_trees(model, ds.trees) for m, model in models.items()}}
+    for m, pred in answers.items():
+        ape = np.abs(pred - y) / y if len(y) else y
+        out[m] = {"called_slow": int((pred[slow] < ALARM).sum()),
+                  "of_total": round(float(ape[slow].sum() / max(len(y), 1)), 4),
+                  "mape_without": round(float(ape[~slow].mean()), 4) if (~slow).any() else None,
+                  "false_alarms": int(((pred < ALARM) & (y >= NEUTRAL)).sum())}
     return out
 
 

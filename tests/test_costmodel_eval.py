@@ -261,3 +261,37 @@ def test_costmodel_runs_results_writes_the_median_run_with_every_runs_numbers(tm
     assert rep["degradation_pct"] == [10.0, 20.0, 30.0] and rep["means"]["search_timings_degradation_pct"] == 40.0
     assert rep["with_agent"]["degradation_pct"] == [5.0, 1.0, 3.0] and rep["with_agent"]["means"]["degradation_pct"] == 3.0
     assert (dest.parent / "results.md").read_text() == "# run c\n"  # its report comes with it
+
+
+def test_costmodel_compare_extremes_split_the_mape_at_the_slow_rows(model_and_data):
+    """`scripts/costmodel_compare.py`'s "extremes": the rows slower than 0.25x make `of_total` of the MAPE and
+    the rest `mape_without`, so the two give back the whole MAPE; answering 1.0x calls nothing slow."""
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import costmodel_compare
+
+    from llmopt.poly.costmodel.train import TrainConfig, featurize_rows, predict_trees
+
+    _, data = model_and_data
+    ds = featurize_rows(load_rows(data), TrainConfig(fractions=(0.0, 0.0)), progress=False)["test"]
+    ds.speedups = [(0.1, 2.0, 0.9)[k % 3] for k in range(len(ds.speedups))]  # labels with every kind of row
+    torch.manual_seed(3)
+    model = CostModel(ModelConfig.tiny())
+    torch.nn.init.normal_(model.head[-1].weight, std=30.0)  # answers spread around 0.55x: some called slow
+    torch.nn.init.constant_(model.head[-1].bias, -0.6)
+    got = costmodel_compare.extremes({"m": model}, ds)
+    y, pred = np.asarray(ds.speedups), predict_trees(model, ds.trees)
+    assert np.abs(np.log(pred)).max() > 0.1  # the model's answers are not the constant's
+    slow = got["slow"]
+    assert slow == int((y < 0.25).sum()) > 0 and got["samples"] == len(y)
+    assert got["always_1"]["called_slow"] == 0 and got["always_1"]["false_alarms"] == 0
+    for name, answer in (("m", pred), ("always_1", np.ones_like(y))):
+        whole = float(np.mean(np.abs(answer - y) / y))
+        parts = got[name]["of_total"] + got[name]["mape_without"] * (len(y) - slow) / len(y)
+        assert parts == pytest.approx(whole, abs=1e-3)
+    assert got["m"]["called_slow"] == int((pred[y < 0.25] < 0.5).sum()) > 0
