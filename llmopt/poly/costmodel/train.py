@@ -30,7 +30,7 @@ order, magnitudes back at the constant; docs/results/costmodel/README.md).
 each schedule and of its original (`absolute_error`), a second target every row holds: a network that knows
 what a nest costs may carry a schedule's effect across programs better than one that sees only differences.
 Measured (docs/results/costmodel/README.md): on one machine's folders it lifts the order and costs magnitude; in
-the anchored pre-training on every folder (W = 0.1) it improves both.
+the anchored pre-training on every folder (W = 0.1) it is within the seed spread.
 
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
