@@ -69,13 +69,19 @@ def _restrict(deps: isl.UnionMap, names: set[str], prog: Program) -> isl.UnionMa
     return deps.intersect_domain(keep).intersect_range(keep)
 
 
+def carries(prog: Program, st: State, deps: isl.UnionMap, sched: isl.UnionMap, names: set[str],
+            level: int) -> bool:
+    """Whether the loop at `level` around the statements `names` carries a dependence among them under
+    `sched` (the bare `schedule_map` of `st`; `deps` without parameters, as `Dependences.all`)."""
+    deltas = time_deltas(_restrict(deps, names, prog), sched)
+    return not deltas.intersect(carried_at(_time_dims(st), 2 * level + 1)).is_empty()
+
+
 def parallel_ok(prog: Program, st: State, deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
     """Every parallel mark sits on a loop that carries no dependence among its statements."""
-    n = _time_dims(st)
     for level in sorted({p for s in st.values() for p in s.parallel}):
         names = {name for name, s in st.items() if level in s.parallel}
-        deltas = time_deltas(_restrict(deps, names, prog), sched)
-        if not deltas.intersect(carried_at(n, 2 * level + 1)).is_empty():
+        if carries(prog, st, deps, sched, names, level):
             return False
     return True
 

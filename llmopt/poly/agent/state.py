@@ -135,6 +135,30 @@ def loop_bounds(prog: Program, names: list[str], level: int, st: State) -> tuple
     return _memoized(key, compute)
 
 
+def trip_count(prog: Program, names: list[str], level: int, st: State) -> tuple[int, bool]:
+    """(the most iterations the loop at `level` around statements `names` makes per entry, whether every
+    entry makes that many: a constant trip count, which LLVM needs to unroll a loop away).  Exact, by isl:
+    a tile's point loop is constant only when the tiles divide its range, a skewed loop only when the skew
+    shifts its bounds together."""
+    def compute():
+        ranges = None
+        for n in names:
+            stmt = prog.statement(n)
+            text = f"{params_prefix(prog)}{{ {tuple_of(stmt)} -> [{', '.join(st[n].loops[: level + 1])}] }}"
+            r = isl.UnionMap(text).intersect_domain(domain(prog, stmt)).range()
+            ranges = r if ranges is None else ranges.union(r)
+        points = ranges.as_set().project_out_all_params()
+        if points.is_empty():
+            return 0, True
+        fiber = isl.Map.from_range(points).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, level)
+        span = fiber.lexmax_pw_multi_aff().get_pw_aff(0).sub(fiber.lexmin_pw_multi_aff().get_pw_aff(0))
+        trips = isl.Map.from_pw_aff(span).range()
+        low, high = trips.dim_min_val(0).to_python() + 1, trips.dim_max_val(0).to_python() + 1
+        return high, low == high
+    key = ("trips", prog.hash(), level, tuple((n, tuple(st[n].loops[: level + 1])) for n in names))
+    return _memoized(key, compute)
+
+
 def instances(prog: Program, stmt: Statement) -> int:
     """A statement's instances: the volume of its domain's bounding box (module docstring)."""
     def compute():

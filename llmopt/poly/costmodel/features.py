@@ -27,6 +27,13 @@ A computation vector (`COMP_FEATURES` floats) is, in order:
   innermost and of the second-innermost loop of the *transformed* schedule, from the loop's affine
   row and the access matrix (0: the access does not move with that loop).
 
+- compiler view (not in the paper; added because LLVM's own decisions make the largest swings in our
+  data: a time loop interchanged innermost runs 8.6x faster with 7 trips, which clang unrolls away and
+  then vectorizes the stream around it, and 0.045x with 64, a dependent chain per element): which
+  innermost loops LLVM's full unroller removes (trip count x estimated IR size against its -O3 budget,
+  `UNROLL_BUDGET`), and for the loop left innermost after that, the one the vectorizer sees, its
+  access strides and whether it carries a dependence (exact, by isl).  `_compiler_vector` lists them.
+
 Numbers with a large range (bounds, extents, factors, counts) are log-transformed the way the paper
 asks (`llmopt.poly.agent.state.squash`: sign * log2(1 + |x|) / 16); tags are 0/1.  The access
 matrices, bounds and loop tags come from the Pearl agent's state features
@@ -55,9 +62,12 @@ from llmopt.poly.agent.state import (
     loop_bounds,
     loop_flags,
     squash,
+    trip_count,
 )
+from llmopt.poly.deps import dependences
+from llmopt.poly.legality import carries
 from llmopt.poly.program import Program, Statement, extent
-from llmopt.poly.schedule import Schedule, State, state
+from llmopt.poly.schedule import Schedule, State, schedule_map, state
 
 MAX_LOOPS = 8
 MAX_ACCESSES = 12
@@ -69,7 +79,18 @@ OP_FEATURES = 10
 FEATURE_LAYOUT = 2  # 2: trees carry their program's untransformed tree (`Tree.origin`)
 STRIDE_LOOPS = 2  # innermost and second-innermost loop
 LOCALITY_FEATURES = MAX_ACCESSES * STRIDE_LOOPS
-COMP_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES + LOCALITY_FEATURES
+COMPILER_NAMES = ("inner_trips", "inner_unrolled_size", "inner_unrolled", "unrolled_loops", "vector_loop",
+                  "vector_trips", "vector_max_stride", "vector_unit_strides", "vector_write_moves", "vector_carried",
+                  "vector_ok")  # `_compiler_vector`
+COMPILER_FEATURES = len(COMPILER_NAMES)
+# Models trained before the compiler view read this many leading features (`model.CostModel` slices).
+PLAIN_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES + LOCALITY_FEATURES
+COMP_FEATURES = PLAIN_FEATURES + COMPILER_FEATURES
+# LLVM's full-unroll size budget at -O3 (LoopUnrollPass's aggressive threshold): a loop with a constant trip
+# count whose unrolled size (trips x loop size) fits is unrolled away.  Our loop size is an estimate
+# (`_iteration_size`); scripts/costmodel_unroll_check.py measures how often it agrees with clang's remarks.
+UNROLL_BUDGET = 300
+LATCH_SIZE = 2.0  # a loop's own instructions: induction update, compare (the branch is free)
 
 _SUBSCRIPT = re.compile(r"\[[^\[\]]*\]")
 _CALL = re.compile(r"\b[a-z_]\w*\s*\(")
@@ -188,38 +209,142 @@ def _locality_vector(flags: list[dict], maps: list[list[float]]) -> list[float]:
     return out + [0.0] * (LOCALITY_FEATURES - len(out))
 
 
-def _op_vector(prog: Program, stmt: Statement) -> list[float]:
-    """Operation counts of the right-hand side, outside subscripts (offsets are not arithmetic)."""
-    names = set(prog.tensors)
+def _op_counts(prog: Program, stmt: Statement) -> tuple[list[int], bool]:
+    """(+, -, *, /, math calls, reads, distinct reads of the right-hand side outside subscripts (offsets
+    are not arithmetic), whether the statement is a reduction `x op= ...`)."""
     rhs = stmt.body.split("=", 1)[1] if "=" in stmt.body else stmt.expr
     bare = _SUBSCRIPT.sub("", rhs)
-    reads = stmt.reads(names)
+    reads = stmt.reads(set(prog.tensors))
     counts = [bare.count("+"), bare.count("-"), bare.count("*"), bare.count("/"), len(_CALL.findall(bare)),
               len(reads), len({a.isl() for a in reads})]
-    reduction = float(re.match(r"^[^=]*[-+*/]=", stmt.body) is not None)
-    double = float(prog.tensors[stmt.write(names).tensor].dtype == "double")
-    return [squash(c) for c in counts] + [reduction, double, squash(len(stmt.iterators))]
+    return counts, re.match(r"^[^=]*[-+*/]=", stmt.body) is not None
 
 
-def featurizer(prog: Program) -> Callable[[State], Tree]:
+def _op_vector(prog: Program, stmt: Statement) -> list[float]:
+    """Operation counts (`_op_counts`), reduction, element type, original depth."""
+    counts, reduction = _op_counts(prog, stmt)
+    double = float(prog.tensors[stmt.write(set(prog.tensors)).tensor].dtype == "double")
+    return [squash(c) for c in counts] + [float(reduction), double, squash(len(stmt.iterators))]
+
+
+def _strides_along(row: list[float], maps: list[list[float]]) -> list[float]:
+    """|element stride| of each access (`_stride_maps`) along the loop whose affine row is `row`."""
+    return [abs(sum(c * m for c, m in zip(row, acc, strict=False))) for acc in maps]
+
+
+def _iteration_size(moving: list[float], ops: float, single: bool) -> float:
+    """Estimated LLVM IR size of one statement instance in its innermost loop, from the |strides| along that
+    loop (write first), its arithmetic and whether its tensors are float: an address and a load or store per
+    access that moves (LICM hoists what does not move and promotes an invariant write to a register), a
+    quarter per operation (invariant arithmetic is hoisted too), and for float tensors half an instruction
+    per access for the conversions to and from double (the constants are double).  Fitted with `LATCH_SIZE`
+    against clang's full-unroll remarks (scripts/costmodel_unroll_check.py; docs/results/costmodel/)."""
+    return 2.0 * sum(1 for x in moving if x) + 0.25 * ops + (0.5 * len(moving) if single else 0.0)
+
+
+def _loop_members(st: State, name: str, level: int) -> list[str]:
+    """The statements inside computation `name`'s loop at `level`."""
+    me = st[name]
+    return [n for n, o in st.items() if o.depth > level and o.betas[: level + 1] == me.betas[: level + 1]]
+
+
+def _unrolled(st: State, name: str, levels: list[dict], trips: Callable[[int], tuple[int, bool]],
+              sizes: Callable[[str], float]) -> tuple[int, float]:
+    """(how many of `name`'s innermost loops LLVM's full unroller removes, the unrolled size it weighed for
+    the innermost): a loop goes when its trip count is constant, no unroll pragma asks otherwise, everything
+    in it sits in the loops already removed, and trips x size fits `UNROLL_BUDGET`.  `sizes`: each
+    statement's `_iteration_size` in its innermost loop; `trips(level)`: (most trips, constant)."""
+    me = st[name]
+    depth = len(levels)
+    inner = [n for n, o in st.items() if o.depth >= depth and o.betas[:depth] == me.betas[:depth]]
+    if any(st[n].depth > depth for n in inner):
+        return 0, 0.0
+    size = sum(sizes(n) for n in inner) + LATCH_SIZE
+    first, removed = 0.0, 0
+    for level in range(depth - 1, -1, -1):
+        if level < depth - 1 and set(_loop_members(st, name, level)) != set(inner):
+            break
+        trip, constant = trips(level)
+        cost = trip * size
+        first = first or cost
+        if not constant or levels[level]["unroll"] > 1 or cost > UNROLL_BUDGET:
+            break
+        removed, size = removed + 1, cost + LATCH_SIZE
+    return removed, first
+
+
+def _compiler_vector(prog: Program, st: State, name: str, levels: list[dict], maps: list[list[float]],
+                     sizes: Callable[[str], float], carried: Callable[[set[str], int], bool]) -> list[float]:
+    """The compiler view of computation `name` (`COMPILER_NAMES`; module docstring): innermost trip count, its
+    unrolled size, whether it is unrolled away, how many loops are; then for the loop left innermost (V, the
+    one LLVM's loop vectorizer looks at; none when another loop still sits inside it): present, trip count,
+    largest element stride of an access along it, all strides 0 or +-1, the write moves along it, it
+    carries a dependence (`carried(statements in V, level)`), and the vectorizer's case: the write moves
+    and nothing is carried (clang gathers non-unit strides on this machine, so strides do not decide)."""
+    if not levels:
+        return [0.0] * COMPILER_FEATURES
+
+    def trips(level: int) -> tuple[int, bool]:  # isl work: only for the loops the answer needs
+        return trip_count(prog, _loop_members(st, name, level), level, st)
+
+    removed, size = _unrolled(st, name, levels, trips, sizes)
+    out = [squash(trips(len(levels) - 1)[0]), squash(size), float(removed > 0), removed / 2]
+    v = len(levels) - 1 - removed
+    names = set(_loop_members(st, name, v)) if v >= 0 else set()
+    if not names or any(st[n].depth != len(levels) for n in names):
+        return out + [0.0] * (COMPILER_FEATURES - len(out))
+    strides = _strides_along(levels[v]["row"], maps)
+    moves = bool(strides) and strides[0] != 0
+    dep = carried(names, v)
+    return out + [1.0, squash(trips(v)[0]), squash(max(strides, default=0.0)), float(all(x <= 1 for x in strides)),
+                  float(moves), float(dep), float(moves and not dep)]
+
+
+def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], Tree]:
     """The model's input for replayed schedules of `prog`: the assignment and operation vectors do
     not depend on the schedule, so they are computed once here (most of the time otherwise).  A
     computation's vector is kept by what it reads (`_comp_key`): a search's children differ from
-    their parent in one branch, so most of their computations' vectors were already made."""
+    their parent in one branch, so most of their computations' vectors were already made.  Without
+    `compiler_view` its features are zeros: the isl work behind them (trip counts, dependences) is most
+    of the featurizing time, wasted on a model that does not read them (`model.model_featurizer`)."""
     static = [_access_vector(prog, s) + _op_vector(prog, s) for s in prog.statements]
     maps = [_stride_maps(prog, s) for s in prog.statements]
+    ops = {s.name: float(sum(_op_counts(prog, s)[0][:5])) for s in prog.statements}
+    index = {s.name: k for k, s in enumerate(prog.statements)}
+    single = {s.name: prog.tensors[s.write(set(prog.tensors)).tensor].dtype == "float" for s in prog.statements}
     made: dict[tuple, list[float]] = {}
+    deps: list = []  # the program's dependences, computed on the first question
+    carried: dict[tuple, bool] = {}
 
-    def comp(k: int, st: State) -> list[float]:
+    def comp(k: int, st: State, sched: list) -> list[float]:
         name = prog.statements[k].name
         key = _comp_key(name, st)
         if key not in made:
             levels = loop_flags(prog, name, st[name])
-            made[key] = _loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
+            made[key] = (_loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
+                         + (_compiler_vector(prog, st, name, levels, maps[k], lambda n: _size(st, n),
+                                             lambda names, level: _carries(st, sched, names, level))
+                            if compiler_view else [0.0] * COMPILER_FEATURES))
         return made[key]
 
+    def _size(st: State, n: str) -> float:
+        row = loop_flags(prog, n, st[n])[-1]["row"]
+        return _iteration_size(_strides_along(row, maps[index[n]]), ops[n], single[n])
+
+    def _carries(st: State, sched: list, names: set[str], level: int) -> bool:
+        # whether the loop at `level` carries a dependence reads only the time dimensions up to it
+        key = (level, tuple((n, tuple(st[n].betas[: level + 1]), tuple(st[n].loops[: level + 1])) for n in sorted(names)))
+        if key not in carried:
+            if not deps:
+                deps.append(dependences(prog).all)
+            if not sched:
+                sched.append(schedule_map(prog, st, bare=True))
+            carried[key] = carries(prog, st, deps[0], sched[0], names, level)
+        return carried[key]
+
     def tree(st: State, origin: Tree | None = None) -> Tree:
-        comps = [comp(k, st) for k in range(len(prog.statements))]
+        sched: list = []  # this schedule's bare isl map, made on the first dependence question
+        comps = [comp(k, st, sched) for k in range(len(prog.statements))]
         return Tree(np.array(comps, dtype=np.float32), loop_tree(prog, st), origin)
 
     origin = tree(state(prog, Schedule()))  # its vectors are kept too: the children reuse them
@@ -227,7 +352,7 @@ def featurizer(prog: Program) -> Callable[[State], Tree]:
 
 
 def _comp_key(name: str, st: State) -> tuple:
-    """Everything computation `name`'s loop and locality vectors read: its own schedule (loops, parallel
+    """Everything computation `name`'s loop, locality and compiler vectors read: its own schedule (loops, parallel
     levels, unroll factor) and the loops of every statement under its outermost loop (the loops it shares,
     their bounds and statement counts, are theirs too)."""
     me = st[name]

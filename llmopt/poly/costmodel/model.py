@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,9 +48,9 @@ from torch import nn
 
 from llmopt.errors import LlmoptError
 from llmopt.outputs import atomic_target
-from llmopt.poly.costmodel.features import COMP_FEATURES, Tree, featurizer
+from llmopt.poly.costmodel.features import COMP_FEATURES, PLAIN_FEATURES, Tree, featurizer
 from llmopt.poly.program import Program
-from llmopt.poly.schedule import Schedule, state
+from llmopt.poly.schedule import Schedule, State, state
 
 MODEL_VERSION = 1
 MAX_LOG_SPEEDUP = 8.0  # |log speedup| softly capped (tanh) near exp(8) ~ 3000x: exp() stays finite, gradients live
@@ -112,6 +112,7 @@ class CostModel(nn.Module):
     def set_input_stats(self, comps: np.ndarray) -> None:
         """Standardize inputs by these computation vectors' statistics ([n, COMP_FEATURES], the training
         split's); a feature constant there is only centred."""
+        comps = comps[:, : self.cfg.comp_features]
         std = comps.std(0)
         self.in_mean.copy_(torch.from_numpy(comps.mean(0)).float())
         self.in_std.copy_(torch.from_numpy(np.where(std < 1e-6, 1.0, std)).float())
@@ -133,6 +134,7 @@ class CostModel(nn.Module):
 
     def log_speedup(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:
         """comps [B, n, COMP_FEATURES] of B samples sharing `structure` -> log speedup [B]."""
+        comps = comps[..., : self.cfg.comp_features]  # a model from before the compiler view reads the plain part
         if self.cfg.normalize:
             comps = (comps - self.in_mean) / self.in_std
         program = self._loop(structure, self.comp(comps))
@@ -201,9 +203,14 @@ def predict_trees(model: CostModel, trees: Sequence[Tree]) -> np.ndarray:
     return np.exp(out)
 
 
+def model_featurizer(model: CostModel | Ensemble, prog: Program) -> Callable[[State], Tree]:
+    """`features.featurizer` for what `model` reads: without the compiler view for a model trained before it."""
+    return featurizer(prog, compiler_view=model.cfg.comp_features > PLAIN_FEATURES)
+
+
 def predict_many(model: CostModel, prog: Program, schedules: Sequence[Schedule]) -> np.ndarray:
     """Predicted speedup over the untransformed program of each schedule of `prog`."""
-    featurize = featurizer(prog)
+    featurize = model_featurizer(model, prog)
     return predict_trees(model, [featurize(state(prog, s)) for s in schedules])
 
 
@@ -267,8 +274,8 @@ def load_model(path: str | os.PathLike, device: str = "cpu") -> tuple[CostModel 
                  else _member(blob, device))
     except (OSError, RuntimeError, KeyError, TypeError, EOFError) as err:
         raise CostModelError(f"cannot read cost model {path}: {err}") from None
-    if model.cfg.comp_features != COMP_FEATURES:
+    if model.cfg.comp_features not in (PLAIN_FEATURES, COMP_FEATURES):
         raise CostModelError(f"cost model {path} reads {model.cfg.comp_features} features, this llmopt makes "
-                             f"{COMP_FEATURES}: retrain it")
+                             f"{COMP_FEATURES} (or the first {PLAIN_FEATURES}): retrain it")
     model.eval()
     return model, blob.get("meta", {})

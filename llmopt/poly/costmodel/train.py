@@ -69,7 +69,7 @@ import torch
 from llmopt.errors import UsageError, run_main
 from llmopt.outputs import atomic_target
 from llmopt.poly.costmodel.data import load_rows
-from llmopt.poly.costmodel.features import COMP_FEATURES, FEATURE_LAYOUT, Tree, featurizer
+from llmopt.poly.costmodel.features import COMP_FEATURES, FEATURE_LAYOUT, PLAIN_FEATURES, Tree, featurizer
 from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public answer, re-exported)
     CostModel,
     Ensemble,
@@ -550,6 +550,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--absolute-weight", type=float, default=0.0, metavar="W",
                    help="add W x the error of the anchored scores against minus the measured log times of each "
                         "schedule and its original (a second target every row holds; with --anchored)")
+    p.add_argument("--plain-features", action="store_true",
+                   help="read only the features of the models from before the compiler view (a control run: "
+                        "features.PLAIN_FEATURES)")
     p.add_argument("--init-from", metavar="MODEL",
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
                         "(so not with --tiny, --dropout or --normalize), e.g. to add new labels at a low --lr")
@@ -559,8 +562,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
     """(data, out, the training settings) of the command line."""
-    if args.init_from and (args.tiny or args.dropout is not None or args.normalize):
-        raise UsageError("--init-from takes the architecture from the model file: drop --tiny, --dropout and --normalize")
+    if args.init_from and (args.tiny or args.dropout is not None or args.normalize
+                           or args.plain_features):
+        raise UsageError("--init-from takes the architecture from the model file: drop --tiny, --dropout, --normalize "
+                         "and --plain-features")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, max_lr=args.lr, seed=args.seed,
@@ -576,6 +581,8 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
         cfg.model = dataclasses.replace(cfg.model, normalize=True)
     if args.anchored:
         cfg.model = dataclasses.replace(cfg.model, anchored=True)
+    if args.plain_features:
+        cfg.model = dataclasses.replace(cfg.model, comp_features=PLAIN_FEATURES)
     return args.data, args.out, cfg
 
 
