@@ -54,10 +54,10 @@ class _Tree:
     """The search state of one MCTS run: program, model, legality, deduplication, depth limit."""
 
     def __init__(self, prog: Program, legality: Legality, model, depth: int):
-        from llmopt.poly.costmodel.features import featurizer
+        from llmopt.poly.costmodel.model import model_featurizer
 
         self.prog, self.legality, self.model, self.depth = prog, legality, model, depth
-        self.featurize = featurizer(prog)  # one per search: a child reuses its parent's unchanged vectors
+        self.featurize = model_featurizer(model, prog)  # one per search: a child reuses its parent's unchanged vectors
         self.seen = {state_key(state(prog, Schedule()))}
         self.root = Node(Schedule(), 0.0, 0)
         self.nodes: list[Node] = []  # every opened node (all legal), for the final candidates

@@ -88,11 +88,10 @@ def rank_by_model(prog: Program, model, kids: list[tuple[Schedule, State]], feat
                   ) -> list[tuple[float, Schedule]]:
     """(predicted speedup, child), best first, in one batched forward pass; a child the features
     cannot describe is dropped, like an illegal one (the model cannot rank it).  `featurize`: the
-    search's `features.featurizer(prog)`, which keeps the vectors it made (a new one when None)."""
-    from llmopt.poly.costmodel.features import featurizer
-    from llmopt.poly.costmodel.model import predict_trees
+    search's `model.model_featurizer(model, prog)`, which keeps the vectors it made (a new one when None)."""
+    from llmopt.poly.costmodel.model import model_featurizer, predict_trees
 
-    featurize, trees, kept = featurize or featurizer(prog), [], []
+    featurize, trees, kept = featurize or model_featurizer(model, prog), [], []
     for child, st in kids:
         try:
             trees.append(featurize(st))
@@ -109,7 +108,7 @@ def scored_children(prog: Program, model, frontier: list[Schedule], seen: set, d
                     featurize=None) -> list[tuple[float, Schedule]]:
     """(predicted speedup, child) of the new applicable children of the frontier, best first.
     Legality is not checked here: `legal_best` checks only the few the search keeps.  `featurize`: one
-    `features.featurizer(prog)` for the whole search, so a child reuses its parent's unchanged vectors."""
+    `model.model_featurizer(model, prog)` for the whole search, so a child reuses its parent's unchanged vectors."""
     kids: list[tuple[Schedule, State]] = []
     for parent in frontier:
         if time.monotonic() > deadline:
@@ -161,11 +160,11 @@ def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_
     checked only for the beam's `width` best per level and the final `verify` (`legal_best`), the same
     answer as checking them all.  `levels`, when given, receives each level's (scored children, next
     frontier): what a diagnosis of the search (`scripts/bsm_misses.py`) replays."""
-    from llmopt.poly.costmodel.features import featurizer
+    from llmopt.poly.costmodel.model import model_featurizer
 
     t0 = time.monotonic()
     frontier, seen, per_level = [Schedule()], {state_key(state(prog, Schedule()))}, []
-    featurize = featurizer(prog)  # one per search: its kept vectors serve every level
+    featurize = model_featurizer(model, prog)  # one per search: its kept vectors serve every level
     for level in range(1, depth + 1):
         scored = scored_children(prog, model, frontier, seen, deadline, featurize)
         per_level.append(scored)
