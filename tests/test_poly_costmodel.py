@@ -1012,3 +1012,80 @@ def test_ray_executor_with_a_wrong_address_is_a_quick_one_line_error(tmp_path):
     assert proc.returncode == 2 and time.monotonic() - start < 30
     assert proc.stderr.startswith("error: cannot reach a Ray cluster at 127.0.0.1:1")
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def _stream_under_time(steps: int) -> dict:
+    """A 1-D stream under a time loop, float tensors (random-6315 in data/poly-costmodel-fa56-5ms, 0.045x with
+    its 64 steps innermost)."""
+    return {"name": f"stream-{steps}", "params": {"N": 4096, "T": steps},
+            "tensors": {name: {"type": "float", "shape": ["N"]} for name in "ABC"},
+            "statements": [{"name": "S0", "iterators": ["t", "i"], "domain": "0 <= t < T and 1 <= i < N - 1",
+                            "body": "C[i] = 0.25 * A[i] * B[i] + 0.4 * C[i] + 0.1", "shares": 0}]}
+
+
+def test_trip_counts_are_constant_only_where_llvm_can_count_them():
+    from llmopt.poly.agent.state import trip_count
+    from llmopt.poly.schedule import Skew
+
+    prog = program_from_dict(_stream_under_time(7))
+    st = state(prog, Schedule())
+    assert trip_count(prog, ["S0"], 0, st) == (7, True) and trip_count(prog, ["S0"], 1, st) == (4094, True)
+    tiled = state(prog, Schedule((Tile("S0", 0, (4, 64)),)))  # 7 steps in tiles of 4: the last tile runs 3
+    assert [trip_count(prog, ["S0"], level, tiled) for level in range(4)] == [(2, True), (64, True), (4, False),
+                                                                                (64, False)]
+    skewed = state(prog, Schedule((Skew("S0", 0, 1),)))  # i + t: the bounds move together, 4094 trips each
+    assert trip_count(prog, ["S0"], 1, skewed) == (4094, True)
+
+
+def test_the_compiler_view_sees_a_time_loop_unrolled_away_or_left_as_a_chain():
+    """The mechanism behind the data's largest swings (docs/results/costmodel/): the time loop interchanged
+    innermost is unrolled away with 7 steps (the stream around it vectorizes) and stays a dependent chain with
+    64; the features say so, and so does clang's own report on the emitted C."""
+    from llmopt.llvm.toolchain import find_toolchain
+    from llmopt.poly.costmodel.features import COMPILER_NAMES, PLAIN_FEATURES, featurizer
+    from llmopt.poly.schedule import Interchange
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import costmodel_unroll_check as check_script
+
+    col = {name: PLAIN_FEATURES + k for k, name in enumerate(COMPILER_NAMES)}
+    swapped = Schedule((Interchange("S0", 0),))
+    for steps, unrolled in ((7, True), (64, False)):
+        prog = program_from_dict(_stream_under_time(steps))
+        tree = featurizer(prog)(state(prog, swapped))
+        view = {name: float(tree.comps[0, k]) for name, k in col.items()}
+        original = {name: float(tree.anchor.comps[0, k]) for name, k in col.items()}
+        assert view["inner_unrolled"] == float(unrolled)
+        assert view["vector_carried"] == float(not unrolled) and view["vector_ok"] == float(unrolled)
+        assert original["inner_unrolled"] == 0.0 and original["vector_ok"] == 1.0  # the stream is innermost
+        source = check_script.program_c(prog, swapped)
+        said = check_script.remarks(find_toolchain().clang, source, check_script.schedule_flags(prog, swapped))
+        loops = check_script.loops_of_statements(source)["S0"]
+        assert bool(loops[1] & said["completely unrolled loop"]) == unrolled
+        assert bool(loops[0] & said["vectorized loop"]) == unrolled
+
+
+def test_a_model_from_before_the_compiler_view_reads_the_leading_features(tmp_path):
+    from llmopt.poly.costmodel.features import PLAIN_FEATURES
+
+    prog = benchmark("gemm", small=True)
+    old = CostModel(dataclasses.replace(ModelConfig.tiny(), comp_features=PLAIN_FEATURES))
+    torch.nn.init.normal_(old.head[-1].weight)  # not the constant 1.0x of a fresh head
+    save_model(old, tmp_path / "old.pt")
+    loaded, _ = load_model(tmp_path / "old.pt")
+    tree = featurize(prog, Schedule((Tile("S1", 0, (32, 32)),)))
+    comps = torch.from_numpy(tree.comps)[None]
+    with torch.no_grad():
+        assert torch.allclose(loaded.log_speedup(comps, tree.structure),
+                              old.log_speedup(comps[..., :PLAIN_FEATURES], tree.structure))
+    assert predict(loaded, prog, Schedule((Tile("S1", 0, (32, 32)),))) > 0
+    # its searches skip the compiler view's isl work: the same answers, zeros where it does not read
+    from llmopt.poly.costmodel.model import model_featurizer
+    st = state(prog, Schedule((Tile("S1", 0, (32, 32)),)))
+    lean, full = model_featurizer(loaded, prog)(st), model_featurizer(CostModel(ModelConfig.tiny()), prog)(st)
+    assert np.array_equal(lean.comps[:, :PLAIN_FEATURES], full.comps[:, :PLAIN_FEATURES])
+    assert not lean.comps[:, PLAIN_FEATURES:].any() and full.comps[:, PLAIN_FEATURES:].any()
+    wrong = CostModel(dataclasses.replace(ModelConfig.tiny(), comp_features=PLAIN_FEATURES - 1))
+    save_model(wrong, tmp_path / "wrong.pt")
+    with pytest.raises(CostModelError, match="retrain it"):
+        load_model(tmp_path / "wrong.pt")
