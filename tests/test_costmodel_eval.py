@@ -280,12 +280,16 @@ def test_costmodel_compare_extremes_split_the_mape_at_the_slow_rows(model_and_da
     _, data = model_and_data
     ds = featurize_rows(load_rows(data), TrainConfig(fractions=(0.0, 0.0)), progress=False)["test"]
     ds.speedups = [(0.1, 2.0, 0.9)[k % 3] for k in range(len(ds.speedups))]  # labels with every kind of row
-    torch.manual_seed(3)
-    model = CostModel(ModelConfig.tiny())
-    torch.nn.init.normal_(model.head[-1].weight, std=30.0)  # answers spread around 0.55x: some called slow
-    torch.nn.init.constant_(model.head[-1].bias, -0.6)
+    y = np.asarray(ds.speedups)
+    for seed in range(50):  # answers spread around 0.55x; the first draw that calls a slow row slow
+        torch.manual_seed(seed)
+        model = CostModel(ModelConfig.tiny())
+        torch.nn.init.normal_(model.head[-1].weight, std=30.0)
+        torch.nn.init.constant_(model.head[-1].bias, -0.6)
+        pred = predict_trees(model, ds.trees)
+        if (pred[y < 0.25] < 0.5).any():
+            break
     got = costmodel_compare.extremes({"m": model}, ds)
-    y, pred = np.asarray(ds.speedups), predict_trees(model, ds.trees)
     assert np.abs(np.log(pred)).max() > 0.1  # the model's answers are not the constant's
     slow = got["slow"]
     assert slow == int((y < 0.25).sum()) > 0 and got["samples"] == len(y)

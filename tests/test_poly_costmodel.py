@@ -877,14 +877,14 @@ def test_per_depth_candidates_time_each_depths_best_before_the_deeper_favourites
 
 
 def test_unscorable_children_are_skipped_not_fatal(monkeypatch):
-    from llmopt.poly.costmodel import features
+    from llmopt.poly.costmodel import model as model_module
     from llmopt.poly.costmodel.search import model_search
     from llmopt.poly.legality import Legality
 
-    real = features.featurizer
+    real = model_module.model_featurizer
 
-    def picky(prog):  # features that fail on every parallel schedule
-        one = real(prog)
+    def picky(model, prog):  # features that fail on every parallel schedule
+        one = real(model, prog)
 
         def featurize(st):
             if any(s.parallel for s in st.values()):
@@ -895,7 +895,7 @@ def test_unscorable_children_are_skipped_not_fatal(monkeypatch):
     prog = benchmark("gemm", small=True)
     model = _ranking_model()
     every = model_search(prog, Legality(prog), model, width=2, depth=1, verify=100)  # all legal children
-    monkeypatch.setattr(features, "featurizer", picky)
+    monkeypatch.setattr(model_module, "model_featurizer", picky)
     got = model_search(prog, Legality(prog), model, width=2, depth=1, verify=100)
     parallel = {s for s in every if any(isinstance(t, Parallel) for t in s.transforms)}
     assert parallel and set(got) == set(every) - parallel
