@@ -118,16 +118,21 @@ def access_matrix(prog: Program, stmt: Statement, access) -> list[float]:
     return _memoized(("access", prog.hash(), stmt.name, access.isl()), compute)
 
 
+def _loop_values(prog: Program, names: list[str], dims) -> isl.UnionSet:
+    """The values of the loop expressions `dims(name)` (isl tuple text) over the domains of statements `names`."""
+    ranges = None
+    for n in names:
+        stmt = prog.statement(n)
+        text = f"{params_prefix(prog)}{{ {tuple_of(stmt)} -> [{dims(n)}] }}"
+        r = isl.UnionMap(text).intersect_domain(domain(prog, stmt)).range()
+        ranges = r if ranges is None else ranges.union(r)
+    return ranges
+
+
 def loop_bounds(prog: Program, names: list[str], level: int, st: State) -> tuple[int, int]:
     """Exact (min, max) of the loop's value over the iteration domains of the statements in it."""
     def compute():
-        ranges = None
-        for n in names:
-            stmt = prog.statement(n)
-            text = f"{params_prefix(prog)}{{ {tuple_of(stmt)} -> [({st[n].loops[level]})] }}"
-            r = isl.UnionMap(text).intersect_domain(domain(prog, stmt)).range()
-            ranges = r if ranges is None else ranges.union(r)
-        box = ranges.as_set()
+        box = _loop_values(prog, names, lambda n: f"({st[n].loops[level]})").as_set()
         if box.is_empty():
             return 0, 0
         return box.dim_min_val(0).to_python(), box.dim_max_val(0).to_python()
@@ -141,13 +146,8 @@ def trip_count(prog: Program, names: list[str], level: int, st: State) -> tuple[
     a tile's point loop is constant only when the tiles divide its range, a skewed loop only when the skew
     shifts its bounds together."""
     def compute():
-        ranges = None
-        for n in names:
-            stmt = prog.statement(n)
-            text = f"{params_prefix(prog)}{{ {tuple_of(stmt)} -> [{', '.join(st[n].loops[: level + 1])}] }}"
-            r = isl.UnionMap(text).intersect_domain(domain(prog, stmt)).range()
-            ranges = r if ranges is None else ranges.union(r)
-        points = ranges.as_set().project_out_all_params()
+        points = _loop_values(prog, names, lambda n: ", ".join(st[n].loops[: level + 1])).as_set()
+        points = points.project_out_all_params()
         if points.is_empty():
             return 0, True
         fiber = isl.Map.from_range(points).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, level)
