@@ -1089,3 +1089,27 @@ def test_a_model_from_before_the_compiler_view_reads_the_leading_features(tmp_pa
     save_model(wrong, tmp_path / "wrong.pt")
     with pytest.raises(CostModelError, match="retrain it"):
         load_model(tmp_path / "wrong.pt")
+
+
+def test_a_widened_fine_tune_starts_where_the_old_model_answered(tmp_path):
+    """`train --init-from OLD --widen`: the compiler view's inputs join with zero weights, so the widened
+    network answers exactly as the file does before the fine-tune teaches it to read them."""
+    from llmopt.poly.costmodel.features import PLAIN_FEATURES
+
+    prog = benchmark("gemm", small=True)
+    torch.manual_seed(0)
+    old = CostModel(dataclasses.replace(ModelConfig.tiny(), comp_features=PLAIN_FEATURES, normalize=True))
+    torch.nn.init.normal_(old.head[-1].weight)
+    old.set_input_stats(np.random.default_rng(0).normal(2.0, 3.0, (50, COMP_FEATURES)).astype(np.float32))
+    save_model(old, tmp_path / "old.pt")
+    state, cfg = fine_tune_start(TrainConfig(init_from=str(tmp_path / "old.pt"), widen=True))
+    assert cfg.model.comp_features == COMP_FEATURES and state["comp.0.weight"].shape[1] == COMP_FEATURES
+    wide = CostModel(cfg.model)
+    wide.load_state_dict(state)
+    wide.eval()
+    schedules = [Schedule(), Schedule((Tile("S1", 0, (32, 32)),)), Schedule((Parallel("S1", 0),))]
+    answers = [predict(wide, prog, s) for s in schedules]
+    assert answers == pytest.approx([predict(old, prog, s) for s in schedules], rel=1e-5)
+    assert len(set(answers)) > 1  # not a constant model, so the equality says something
+    _, plain = fine_tune_start(TrainConfig(init_from=str(tmp_path / "old.pt")))
+    assert plain.model.comp_features == PLAIN_FEATURES  # without --widen the file's architecture stays

@@ -117,6 +117,9 @@ class TrainConfig:
     # Fine-tune: start from this saved cost model's weights, input statistics and architecture (which replace
     # `model`), so new labels can be added without retraining from scratch.
     init_from: str | None = None
+    # With `init_from` a model from before the compiler view: give it the view's inputs, their weights zero,
+    # so it starts answering exactly as the file does and the fine-tune teaches it to read them.
+    widen: bool = False
     model: ModelConfig = field(default_factory=ModelConfig)
 
     @property
@@ -412,7 +415,23 @@ def fine_tune_start(cfg: TrainConfig) -> tuple[dict | None, TrainConfig]:
     if isinstance(model, Ensemble):
         raise UsageError(f"--init-from {path} is an ensemble; fine-tune one of its members")
     anchored = model.cfg.anchored or cfg.model.anchored  # an unanchored model may be fine-tuned anchored
-    return model.state_dict(), dataclasses.replace(cfg, model=dataclasses.replace(model.cfg, anchored=anchored))
+    arch, state = dataclasses.replace(model.cfg, anchored=anchored), model.state_dict()
+    if cfg.widen and arch.comp_features < COMP_FEATURES:
+        arch, state = dataclasses.replace(arch, comp_features=COMP_FEATURES), widened(state, COMP_FEATURES)
+    return state, dataclasses.replace(cfg, model=arch)
+
+
+def widened(state: dict, features: int) -> dict:
+    """A model's weights reading `features` inputs where they read fewer: the first layer's new columns are
+    zero (so the answers do not change) and the new inputs enter unstandardized (mean 0, std 1; they are
+    flags and squashed counts)."""
+    out = dict(state)
+    first = out["comp.0.weight"]
+    out["comp.0.weight"] = torch.cat([first, first.new_zeros(first.shape[0], features - first.shape[1])], dim=1)
+    for name, fill in (("in_mean", 0.0), ("in_std", 1.0)):
+        if name in out:
+            out[name] = torch.cat([out[name], out[name].new_full((features - out[name].shape[0],), fill)])
+    return out
 
 
 def at_least(rows: list[dict], min_baseline_ms: float) -> list[dict]:
@@ -553,6 +572,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plain-features", action="store_true",
                    help="read only the features of the models from before the compiler view (a control run: "
                         "features.PLAIN_FEATURES)")
+    p.add_argument("--widen", action="store_true",
+                   help="with --init-from a model from before the compiler view: add the view's inputs with zero "
+                        "weights (it starts answering as the file does) and fine-tune them in")
     p.add_argument("--init-from", metavar="MODEL",
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
                         "(so not with --tiny, --dropout or --normalize), e.g. to add new labels at a low --lr")
@@ -574,7 +596,7 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
                       train_share=args.train_share, min_baseline_ms=args.min_baseline_ms,
                       loss=args.loss, init_seed=args.init_seed, init_from=args.init_from,
                       order_only=tuple(args.order_only), rank_teacher=args.rank_teacher,
-                      absolute_weight=args.absolute_weight)
+                      absolute_weight=args.absolute_weight, widen=args.widen)
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     if args.normalize:
