@@ -254,9 +254,8 @@ def _unrolled(st: State, name: str, levels: list[dict], trips: Callable[[int], t
     the innermost): a loop goes when its trip count is constant, no unroll pragma asks otherwise, everything
     in it sits in the loops already removed, and trips x size fits `UNROLL_BUDGET`.  `sizes`: each
     statement's `_iteration_size` in its innermost loop; `trips(level)`: (most trips, constant)."""
-    me = st[name]
     depth = len(levels)
-    inner = [n for n, o in st.items() if o.depth >= depth and o.betas[:depth] == me.betas[:depth]]
+    inner = _loop_members(st, name, depth - 1)
     if any(st[n].depth > depth for n in inner):
         return 0, 0.0
     size = sum(sizes(n) for n in inner) + LATCH_SIZE
