@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmopt.llvm.toolchain import find_toolchain  # noqa: E402
 from llmopt.poly.costmodel.data import load_rows  # noqa: E402
-from llmopt.poly.costmodel.features import COMPILER_NAMES, PLAIN_FEATURES, featurizer  # noqa: E402
+from llmopt.poly.costmodel.features import COMPILER_NAMES, PLAIN_FEATURES, featurize  # noqa: E402
 from llmopt.poly.emit import program_c  # noqa: E402
 from llmopt.poly.measure import schedule_flags  # noqa: E402
 from llmopt.poly.program import program_from_dict  # noqa: E402
-from llmopt.poly.schedule import Schedule, state  # noqa: E402
+from llmopt.poly.schedule import Schedule  # noqa: E402
 
 _FOR = re.compile(r"^\s*for \(int c(\d+) ")
 _CALL = re.compile(r"\b(S\d+)\(")
@@ -86,7 +86,7 @@ def check_row(clang: str, row: dict, counts: dict[str, np.ndarray]) -> None:
     """Add one row's agreements to `counts` ([[predicted no & clang no, no & yes], [yes & no, yes & yes]])."""
     prog = program_from_dict(row["program"])
     schedule = Schedule.from_list(row["schedule"])
-    tree = featurizer(prog)(state(prog, schedule))
+    tree = featurize(prog, schedule)
     source = program_c(prog, schedule)
     loops = loops_of_statements(source)
     said = remarks(clang, source, schedule_flags(prog, schedule))

@@ -1042,7 +1042,7 @@ def test_the_compiler_view_sees_a_time_loop_unrolled_away_or_left_as_a_chain():
     innermost is unrolled away with 7 steps (the stream around it vectorizes) and stays a dependent chain with
     64; the features say so, and so does clang's own report on the emitted C."""
     from llmopt.llvm.toolchain import find_toolchain
-    from llmopt.poly.costmodel.features import COMPILER_NAMES, PLAIN_FEATURES, featurizer
+    from llmopt.poly.costmodel.features import COMPILER_NAMES, PLAIN_FEATURES
     from llmopt.poly.schedule import Interchange
 
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -1052,7 +1052,7 @@ def test_the_compiler_view_sees_a_time_loop_unrolled_away_or_left_as_a_chain():
     swapped = Schedule((Interchange("S0", 0),))
     for steps, unrolled in ((7, True), (64, False)):
         prog = program_from_dict(_stream_under_time(steps))
-        tree = featurizer(prog)(state(prog, swapped))
+        tree = featurize(prog, swapped)
         view = {name: float(tree.comps[0, k]) for name, k in col.items()}
         original = {name: float(tree.anchor.comps[0, k]) for name, k in col.items()}
         assert view["inner_unrolled"] == float(unrolled)

@@ -201,11 +201,9 @@ def _stride_maps(prog: Program, stmt: Statement) -> list[list[float]]:
 def _locality_vector(flags: list[dict], maps: list[list[float]]) -> list[float]:
     """Element stride of each access (`maps`, from `_stride_maps`) along the innermost and
     second-innermost loop (`flags`: the computation's `loop_flags`; module docstring)."""
-    out: list[float] = []
-    for acc in maps:
-        for k in range(1, STRIDE_LOOPS + 1):
-            row = flags[-k]["row"] if len(flags) >= k else [0.0] * MAX_ITERS
-            out.append(squash(abs(sum(c * m for c, m in zip(row, acc, strict=False)))))
+    rows = [flags[-k]["row"] if len(flags) >= k else [0.0] * MAX_ITERS for k in range(1, STRIDE_LOOPS + 1)]
+    along = [_strides_along(row, maps) for row in rows]  # [loop][access]
+    out = [squash(along[k][a]) for a in range(len(maps)) for k in range(STRIDE_LOOPS)]
     return out + [0.0] * (LOCALITY_FEATURES - len(out))
 
 
