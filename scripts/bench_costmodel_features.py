@@ -1,9 +1,9 @@
-"""Featurizing speed of the cost model, with and without the compiler view (docs/benchmarks.md).
+"""Featurizing speed of the cost model, with and without the compiler and traffic views (docs/benchmarks.md).
 
 Featurizes every row of a collected folder with one `features.featurizer` per program (as training and the
-searches do), in fresh processes, alternating: this tree with the compiler view, this tree without it (what a
-model trained before the view gets: `model.model_featurizer`), and optionally another checkout (`--before
-DIR`, e.g. a `git worktree` of the commit before the view).  Prints rows/s per run and the medians.
+searches do), in fresh processes, alternating: this tree with the views, this tree without them (what a
+model trained before the compiler view gets: `model.model_featurizer`), and optionally another checkout
+(`--before DIR`, e.g. a `git worktree` of the commit before a view).  Prints rows/s per run and the medians.
 
     python scripts/bench_costmodel_features.py data/poly-costmodel-fa56 [--before /tmp/old-tree] [--runs 3]
 """
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--before", help="another checkout's root, timed as 'before'")
     p.add_argument("--runs", type=int, default=3)
     args = p.parse_args(argv)
-    variants = [("with the view", str(ROOT), "on"), ("without the view", str(ROOT), "off")]
+    variants = [("with the views", str(ROOT), "on"), ("without them", str(ROOT), "off")]
     if args.before:
         variants.append(("before", args.before, "before"))
     got: dict[str, list[float]] = {name: [] for name, _, _ in variants}

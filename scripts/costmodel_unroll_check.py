@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmopt.llvm.toolchain import find_toolchain  # noqa: E402
 from llmopt.poly.costmodel.data import load_rows  # noqa: E402
-from llmopt.poly.costmodel.features import COMPILER_NAMES, PLAIN_FEATURES, featurize  # noqa: E402
+from llmopt.poly.costmodel.features import COMPILER_NAMES, PLAIN_FEATURES, VIEW_FEATURES, featurize  # noqa: E402
 from llmopt.poly.emit import program_c  # noqa: E402
 from llmopt.poly.measure import schedule_flags  # noqa: E402
 from llmopt.poly.program import program_from_dict  # noqa: E402
@@ -90,7 +90,7 @@ def check_row(clang: str, row: dict, counts: dict[str, np.ndarray]) -> None:
     source = program_c(prog, schedule)
     loops = loops_of_statements(source)
     said = remarks(clang, source, schedule_flags(prog, schedule))
-    view = {name: tree.comps[k, PLAIN_FEATURES:] for k, name in
+    view = {name: tree.comps[k, PLAIN_FEATURES:VIEW_FEATURES] for k, name in
             enumerate(s.name for s in prog.statements)}
     col = {name: k for k, name in enumerate(COMPILER_NAMES)}
     for name, levels in loops.items():

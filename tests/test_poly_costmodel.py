@@ -584,6 +584,19 @@ def test_training_on_several_folders_uses_every_row(data_dir, tmp_path):
     assert meta["data"] == " + ".join(map(str, halves))
 
 
+def test_the_features_option_picks_how_many_leading_features_a_model_reads():
+    from llmopt.poly.costmodel.features import PLAIN_FEATURES, VIEW_FEATURES
+    from llmopt.poly.costmodel.train import _config, parser
+
+    def read(*flags):
+        return _config(parser().parse_args(["data/x", *flags]))[2].model.comp_features
+
+    assert read() == COMP_FEATURES
+    assert read("--features", "compiler") == VIEW_FEATURES and read("--plain-features") == PLAIN_FEATURES
+    with pytest.raises(UsageError, match="--init-from"):
+        read("--features", "compiler", "--init-from", "model.pt")
+
+
 def test_a_baseline_floor_keeps_only_the_longer_programs_in_every_split(data_dir, tmp_path):
     from llmopt.poly.costmodel.train import at_least
 
@@ -1065,6 +1078,35 @@ def test_the_compiler_view_sees_a_time_loop_unrolled_away_or_left_as_a_chain():
         assert bool(loops[0] & said["vectorized loop"]) == unrolled
 
 
+def test_the_traffic_view_counts_cache_lines_and_working_sets():
+    """gemm's S1 `C[i][j] += A[i][k] * B[k][j]` (small: NI 18, NJ 20, NK 22 doubles) worked by hand: with k
+    innermost A streams (8 of a line's 64 bytes a step) and B jumps a row a step (a line each); the loop's run
+    touches A's row (176 bytes: 3 lines), 22 lines of B and one of C.  Interchanged, j innermost, B and C
+    stream; tiled, the inner loops' working sets shrink.  A stencil's neighbours share their lines."""
+    from llmopt.poly.costmodel.features import LINE_BYTES, TRAFFIC_NAMES, VIEW_FEATURES
+    from llmopt.poly.schedule import Interchange
+
+    def view(prog, schedule, k):
+        comps = featurize(prog, schedule).comps
+        return {n: float(comps[k, VIEW_FEATURES + c]) for c, n in enumerate(TRAFFIC_NAMES)}
+
+    def nbytes(squashed):  # the inverse of squash
+        return 2 ** (16 * squashed) - 1
+
+    gemm = benchmark("gemm", small=True)
+    plain = view(gemm, Schedule(), 1)
+    assert plain["inner_lines"] == pytest.approx(8 / 64 + 1)
+    assert nbytes(plain["footprint_1"]) == pytest.approx(LINE_BYTES * (3 + 22 + 1), rel=1e-4)
+    assert nbytes(plain["footprint_all"]) == pytest.approx(LINE_BYTES * (18 * 3 + 22 * 3 + 18 * 3), rel=1e-4)
+    swapped = view(gemm, Schedule((Interchange("S1", 1),)), 1)
+    assert swapped["inner_lines"] == pytest.approx(2 * 8 / 64) and swapped["footprint_1"] < plain["footprint_1"]
+    tiled = view(gemm, Schedule((Tile("S1", 0, (6, 10)),)), 1)
+    assert tiled["footprint_2"] < plain["footprint_2"] and tiled["footprint_3"] < plain["footprint_3"]
+    assert abs(tiled["footprint_all"] - plain["footprint_all"]) < 0.05  # the same arrays (within line rounding)
+    # heat2d reads A at five neighbours and writes it: one stream of 8-byte steps
+    assert view(benchmark("heat2d", small=True), Schedule(), 0)["inner_lines"] == pytest.approx(8 / 64)
+
+
 def test_a_model_from_before_the_compiler_view_reads_the_leading_features(tmp_path):
     from llmopt.poly.costmodel.features import PLAIN_FEATURES
 
@@ -1085,6 +1127,9 @@ def test_a_model_from_before_the_compiler_view_reads_the_leading_features(tmp_pa
     lean, full = model_featurizer(loaded, prog)(st), model_featurizer(CostModel(ModelConfig.tiny()), prog)(st)
     assert np.array_equal(lean.comps[:, :PLAIN_FEATURES], full.comps[:, :PLAIN_FEATURES])
     assert not lean.comps[:, PLAIN_FEATURES:].any() and full.comps[:, PLAIN_FEATURES:].any()
+    from llmopt.poly.costmodel.features import VIEW_FEATURES
+    save_model(CostModel(dataclasses.replace(ModelConfig.tiny(), comp_features=VIEW_FEATURES)), tmp_path / "view.pt")
+    assert load_model(tmp_path / "view.pt")[0].cfg.comp_features == VIEW_FEATURES  # before the traffic view
     wrong = CostModel(dataclasses.replace(ModelConfig.tiny(), comp_features=PLAIN_FEATURES - 1))
     save_model(wrong, tmp_path / "wrong.pt")
     with pytest.raises(CostModelError, match="retrain it"):

@@ -33,6 +33,12 @@ A computation vector (`COMP_FEATURES` floats) is, in order:
   innermost loops LLVM's full unroller removes (trip count x estimated IR size against its -O3 budget,
   `UNROLL_BUDGET`), and for the loop left innermost after that, the one the vectorizer sees, its
   access strides and whether it carries a dependence (exact, by isl).  `_compiler_vector` lists them.
+- traffic view (not in the paper; added because the view above says what LLVM does to the innermost loop but
+  not what the loops make the memory do: the strides of the locality vector reach a working set only through
+  products the network must learn from a few thousand programs): for each computation, the cache lines one
+  iteration of the innermost loop brings in, the 4 KiB pages one run of it touches, and the bytes of cache
+  lines the innermost one, two and three loops and the whole nest touch (`_traffic_vector`, `TRAFFIC_NAMES`):
+  what decides whether a tile's working set stays in a cache level.
 
 Numbers with a large range (bounds, extents, factors, counts) are log-transformed the way the paper
 asks (`llmopt.poly.agent.state.squash`: sign * log2(1 + |x|) / 16); tags are 0/1.  The access
@@ -48,6 +54,7 @@ the untransformed program's tree (one object per featurizer, so shared by a prog
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,9 +90,17 @@ COMPILER_NAMES = ("inner_trips", "inner_unrolled_size", "inner_unrolled", "unrol
                   "vector_trips", "vector_max_stride", "vector_unit_strides", "vector_write_moves", "vector_carried",
                   "vector_ok")  # `_compiler_vector`
 COMPILER_FEATURES = len(COMPILER_NAMES)
-# Models trained before the compiler view read this many leading features (`model.CostModel` slices).
+TRAFFIC_NAMES = ("inner_lines", "inner_pages", "footprint_1", "footprint_2", "footprint_3",
+                 "footprint_all")  # `_traffic_vector`
+TRAFFIC_FEATURES = len(TRAFFIC_NAMES)
+# Models trained before the compiler view read this many leading features (`model.CostModel` slices), those
+# trained before the traffic view the first VIEW_FEATURES: a model reads one of FEATURE_COUNTS.
 PLAIN_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES + LOCALITY_FEATURES
-COMP_FEATURES = PLAIN_FEATURES + COMPILER_FEATURES
+VIEW_FEATURES = PLAIN_FEATURES + COMPILER_FEATURES
+COMP_FEATURES = VIEW_FEATURES + TRAFFIC_FEATURES
+FEATURE_COUNTS = (PLAIN_FEATURES, VIEW_FEATURES, COMP_FEATURES)
+LINE_BYTES = 64  # a cache line
+PAGE_BYTES = 4096  # a page: what a TLB entry maps
 # LLVM's full-unroll size budget at -O3 (LoopUnrollPass's aggressive threshold): a loop with a constant trip
 # count whose unrolled size (trips x loop size) fits is unrolled away.  Our loop size is an estimate
 # (`_iteration_size`); scripts/costmodel_unroll_check.py measures how often it agrees with clang's remarks.
@@ -207,6 +222,17 @@ def _locality_vector(flags: list[dict], maps: list[list[float]]) -> list[float]:
     return out + [0.0] * (LOCALITY_FEATURES - len(out))
 
 
+def _streams(prog: Program, stmt: Statement, maps: list[list[float]]) -> list[tuple[list[float], int]]:
+    """(element offset per original iterator, element bytes) of each access of the locality vector that
+    moves differently: reads of one tensor that differ only in a constant offset (a stencil's neighbours)
+    share their cache lines, so the traffic view counts them once."""
+    seen: dict[tuple, tuple[list[float], int]] = {}
+    for acc, m in zip(_accesses(prog, stmt), maps, strict=False):
+        elem = 4 if prog.tensors[acc.tensor].dtype == "float" else 8
+        seen.setdefault((acc.tensor, tuple(m)), (m, elem))
+    return list(seen.values())
+
+
 def _op_counts(prog: Program, stmt: Statement) -> tuple[list[int], bool]:
     """(+, -, *, /, math calls, reads, distinct reads of the right-hand side outside subscripts (offsets
     are not arithmetic), whether the statement is a reduction `x op= ...`)."""
@@ -297,18 +323,69 @@ def _compiler_vector(prog: Program, st: State, name: str, levels: list[dict], ma
                   float(moves), float(dep), float(moves and not dep)]
 
 
+def _level_trips(prog: Program, st: State, name: str, levels: list[dict]) -> list[int]:
+    """Iterations of each of computation `name`'s loops per entry, from the bounds the loop vector already
+    asked isl for (memoized): a point loop runs at most its tile's size, a tile loop's bounds count tiles."""
+    out = []
+    for level, flags in enumerate(levels):
+        lo, hi = loop_bounds(prog, _loop_members(st, name, level), level, st)
+        trips = hi - lo + 1
+        if flags["point"]:  # its tile loop reads the same affine row, floored by the tile size
+            sizes = [f["tile"] for f in levels[:level] if f["tile"] and f["row"] == flags["row"]]
+            trips = min(trips, sizes[-1]) if sizes else trips
+        out.append(max(trips, 1))
+    return out
+
+
+def _blocks(strides: list[float], trips: list[int], elem: int, unit: int) -> float:
+    """Distinct `unit`-byte blocks one access touches over loops with these element strides and trips: a
+    loop that steps a block or more multiplies them, the smaller steps widen one contiguous span (overlap
+    between loops is not modelled)."""
+    blocks, span = 1.0, float(elem)
+    for stride, trip in zip(strides, trips, strict=True):
+        if stride and trip > 1:
+            if stride * elem >= unit:
+                blocks *= trip
+            else:
+                span += stride * elem * (trip - 1)
+    return blocks * math.ceil(span / unit)
+
+
+def _traffic_vector(levels: list[dict], trips: list[int], accesses: list[tuple[list[float], int]]) -> list[float]:
+    """The traffic view of one computation (`TRAFFIC_NAMES`; module docstring) from its `loop_flags`, each
+    loop's trips (`_level_trips`) and its distinct accesses (element offset per original iterator,
+    `_stride_maps`, and element bytes): new cache lines per innermost iteration, pages the innermost loop's
+    run touches, and bytes of cache lines under the innermost 1, 2, 3 loops and the whole nest."""
+    if not levels:
+        return [0.0] * TRAFFIC_FEATURES
+    depth = len(levels)
+    # [level][access]; a tile loop's row is its point loop's, and one of its steps moves a whole tile
+    along = [[x * max(flags["tile"], 1) for x in _strides_along(flags["row"], [m for m, _ in accesses])]
+             for flags in levels]
+
+    def touched(first: int, unit: int) -> float:
+        return sum(_blocks([along[lv][a] for lv in range(first, depth)], trips[first:], elem, unit)
+                   for a, (_, elem) in enumerate(accesses))
+
+    lines = sum(min(1.0, along[-1][a] * elem / LINE_BYTES) for a, (_, elem) in enumerate(accesses))
+    return [lines, squash(touched(depth - 1, PAGE_BYTES))] + [
+        squash(LINE_BYTES * touched(max(depth - k, 0), LINE_BYTES)) for k in (1, 2, 3, depth)]
+
+
 def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], Tree]:
     """The model's input for replayed schedules of `prog`: the assignment and operation vectors do
     not depend on the schedule, so they are computed once here (most of the time otherwise).  A
     computation's vector is kept by what it reads (`_comp_key`): a search's children differ from
     their parent in one branch, so most of their computations' vectors were already made.  Without
-    `compiler_view` its features are zeros: the isl work behind them (trip counts, dependences) is most
-    of the featurizing time, wasted on a model that does not read them (`model.model_featurizer`)."""
+    `compiler_view` the features past the plain ones (both views) are zeros: the isl work behind the compiler
+    view (trip counts, dependences) is most of the featurizing time, wasted on a model that does not read
+    them (`model.model_featurizer`)."""
     static = [_access_vector(prog, s) + _op_vector(prog, s) for s in prog.statements]
     maps = [_stride_maps(prog, s) for s in prog.statements]
     ops = {s.name: float(sum(_op_counts(prog, s)[0][:5])) for s in prog.statements}
     index = {s.name: k for k, s in enumerate(prog.statements)}
     single = {s.name: prog.tensors[s.write(set(prog.tensors)).tensor].dtype == "float" for s in prog.statements}
+    streams = [_streams(prog, s, m) for s, m in zip(prog.statements, maps, strict=True)]
     made: dict[tuple, list[float]] = {}
     deps: list = []  # the program's dependences, computed on the first question
     carried: dict[tuple, bool] = {}
@@ -321,7 +398,9 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
             made[key] = (_loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
                          + (_compiler_vector(prog, st, name, levels, maps[k], lambda n: _size(st, n),
                                              lambda names, level: _carries(st, sched, names, level))
-                            if compiler_view else [0.0] * COMPILER_FEATURES))
+                            if compiler_view else [0.0] * COMPILER_FEATURES)
+                         + (_traffic_vector(levels, _level_trips(prog, st, name, levels), streams[k])
+                            if compiler_view else [0.0] * TRAFFIC_FEATURES))
         return made[key]
 
     def _size(st: State, n: str) -> float:

@@ -48,7 +48,7 @@ from torch import nn
 
 from llmopt.errors import LlmoptError
 from llmopt.outputs import atomic_target
-from llmopt.poly.costmodel.features import COMP_FEATURES, PLAIN_FEATURES, Tree, featurizer
+from llmopt.poly.costmodel.features import COMP_FEATURES, FEATURE_COUNTS, PLAIN_FEATURES, Tree, featurizer
 from llmopt.poly.program import Program
 from llmopt.poly.schedule import Schedule, State, state
 
@@ -134,7 +134,7 @@ class CostModel(nn.Module):
 
     def log_speedup(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:
         """comps [B, n, COMP_FEATURES] of B samples sharing `structure` -> log speedup [B]."""
-        comps = comps[..., : self.cfg.comp_features]  # a model from before the compiler view reads the plain part
+        comps = comps[..., : self.cfg.comp_features]  # a model from before a view reads the features before it
         if self.cfg.normalize:
             comps = (comps - self.in_mean) / self.in_std
         program = self._loop(structure, self.comp(comps))
@@ -274,8 +274,9 @@ def load_model(path: str | os.PathLike, device: str = "cpu") -> tuple[CostModel 
                  else _member(blob, device))
     except (OSError, RuntimeError, KeyError, TypeError, EOFError) as err:
         raise CostModelError(f"cannot read cost model {path}: {err}") from None
-    if model.cfg.comp_features not in (PLAIN_FEATURES, COMP_FEATURES):
+    if model.cfg.comp_features not in FEATURE_COUNTS:
         raise CostModelError(f"cost model {path} reads {model.cfg.comp_features} features, this llmopt makes "
-                             f"{COMP_FEATURES} (or the first {PLAIN_FEATURES}): retrain it")
+                             f"{COMP_FEATURES} (or the first {' or '.join(map(str, FEATURE_COUNTS[:-1]))}): "
+                             "retrain it")
     model.eval()
     return model, blob.get("meta", {})

@@ -69,7 +69,14 @@ import torch
 from llmopt.errors import UsageError, run_main
 from llmopt.outputs import atomic_target
 from llmopt.poly.costmodel.data import load_rows
-from llmopt.poly.costmodel.features import COMP_FEATURES, FEATURE_LAYOUT, PLAIN_FEATURES, Tree, featurizer
+from llmopt.poly.costmodel.features import (
+    COMP_FEATURES,
+    FEATURE_LAYOUT,
+    PLAIN_FEATURES,
+    VIEW_FEATURES,
+    Tree,
+    featurizer,
+)
 from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public answer, re-exported)
     CostModel,
     Ensemble,
@@ -87,6 +94,8 @@ from llmopt.poly.schedule import Schedule, state
 
 SPLITS = ("train", "validation", "test")
 LOSSES = ("mape", "log")  # `TrainConfig.loss`
+# `train --features`: how many leading computation features a model reads (features.FEATURE_COUNTS)
+FEATURE_SETS = {"plain": PLAIN_FEATURES, "compiler": VIEW_FEATURES, "traffic": COMP_FEATURES}
 # Targets below this are raised to it (train and test alike): a schedule 100x slower than the original
 # is as useless as one 1000x slower, and MAPE on a 0.001x target would outweigh every other sample.
 MIN_SPEEDUP = 0.01
@@ -532,6 +541,12 @@ def _report(out: Path, sets: dict[str, Dataset], cfg: TrainConfig, log) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    print(json.dumps(train(*_config(parser().parse_args(argv)))))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of `python -m llmopt.poly.costmodel.train`."""
     p = argparse.ArgumentParser(prog="python -m llmopt.poly.costmodel.train", description=__doc__.split("\n")[0])
     p.add_argument("data", nargs="+", help="collected folders (llmopt.poly.costmodel.data) or samples.jsonl files")
     p.add_argument("--out", default="runs/costmodel", help="checkpoints, costmodel.pt, metrics.json")
@@ -569,25 +584,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--absolute-weight", type=float, default=0.0, metavar="W",
                    help="add W x the error of the anchored scores against minus the measured log times of each "
                         "schedule and its original (a second target every row holds; with --anchored)")
-    p.add_argument("--plain-features", action="store_true",
-                   help="read only the features of the models from before the compiler view (a control run: "
-                        "features.PLAIN_FEATURES)")
+    p.add_argument("--features", choices=tuple(FEATURE_SETS), default="traffic",
+                   help="which computation features the model reads, for control runs: plain (before the compiler "
+                        "view), compiler (before the traffic view) or traffic (all; default)")
+    p.add_argument("--plain-features", dest="features", action="store_const", const="plain",
+                   help="the same as --features plain")
     p.add_argument("--widen", action="store_true",
-                   help="with --init-from a model from before the compiler view: add the view's inputs with zero "
-                        "weights (it starts answering as the file does) and fine-tune them in")
+                   help="with --init-from a model from before the compiler or traffic view: add the missing inputs "
+                        "with zero weights (it starts answering as the file does) and fine-tune them in")
     p.add_argument("--init-from", metavar="MODEL",
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
                         "(so not with --tiny, --dropout or --normalize), e.g. to add new labels at a low --lr")
-    print(json.dumps(train(*_config(p.parse_args(argv)))))
-    return 0
+    return p
 
 
 def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
     """(data, out, the training settings) of the command line."""
     if args.init_from and (args.tiny or args.dropout is not None or args.normalize
-                           or args.plain_features):
+                           or args.features != "traffic"):
         raise UsageError("--init-from takes the architecture from the model file: drop --tiny, --dropout, --normalize "
-                         "and --plain-features")
+                         "and --features/--plain-features")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, max_lr=args.lr, seed=args.seed,
@@ -603,8 +619,7 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
         cfg.model = dataclasses.replace(cfg.model, normalize=True)
     if args.anchored:
         cfg.model = dataclasses.replace(cfg.model, anchored=True)
-    if args.plain_features:
-        cfg.model = dataclasses.replace(cfg.model, comp_features=PLAIN_FEATURES)
+    cfg.model = dataclasses.replace(cfg.model, comp_features=FEATURE_SETS[args.features])
     return args.data, args.out, cfg
 
 
