@@ -94,11 +94,13 @@ TRAFFIC_NAMES = ("inner_lines", "inner_pages", "footprint_1", "footprint_2", "fo
                  "footprint_all")  # `_traffic_vector`
 TRAFFIC_FEATURES = len(TRAFFIC_NAMES)
 # Models trained before the compiler view read this many leading features (`model.CostModel` slices), those
-# trained before the traffic view the first VIEW_FEATURES: a model reads one of FEATURE_COUNTS.
+# trained before the traffic view the first VIEW_FEATURES: a model reads one of FEATURE_SETS (by the name
+# `train --features` gives it).
 PLAIN_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES + LOCALITY_FEATURES
 VIEW_FEATURES = PLAIN_FEATURES + COMPILER_FEATURES
 COMP_FEATURES = VIEW_FEATURES + TRAFFIC_FEATURES
-FEATURE_COUNTS = (PLAIN_FEATURES, VIEW_FEATURES, COMP_FEATURES)
+FEATURE_SETS = {"plain": PLAIN_FEATURES, "compiler": VIEW_FEATURES, "traffic": COMP_FEATURES}
+FEATURE_COUNTS = tuple(FEATURE_SETS.values())
 LINE_BYTES = 64  # a cache line
 PAGE_BYTES = 4096  # a page: what a TLB entry maps
 # LLVM's full-unroll size budget at -O3 (LoopUnrollPass's aggressive threshold): a loop with a constant trip

@@ -72,8 +72,7 @@ from llmopt.poly.costmodel.data import load_rows
 from llmopt.poly.costmodel.features import (
     COMP_FEATURES,
     FEATURE_LAYOUT,
-    PLAIN_FEATURES,
-    VIEW_FEATURES,
+    FEATURE_SETS,
     Tree,
     featurizer,
 )
@@ -94,8 +93,6 @@ from llmopt.poly.schedule import Schedule, state
 
 SPLITS = ("train", "validation", "test")
 LOSSES = ("mape", "log")  # `TrainConfig.loss`
-# `train --features`: how many leading computation features a model reads (features.FEATURE_COUNTS)
-FEATURE_SETS = {"plain": PLAIN_FEATURES, "compiler": VIEW_FEATURES, "traffic": COMP_FEATURES}
 # Targets below this are raised to it (train and test alike): a schedule 100x slower than the original
 # is as useless as one 1000x slower, and MAPE on a 0.001x target would outweigh every other sample.
 MIN_SPEEDUP = 0.01
