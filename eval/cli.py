@@ -65,7 +65,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help=f"sample budgets k, each in [1, {MAX_SAMPLES}] (default 1,3,5,10,30,100)")
     add_metric_flag(p, "instcount", "the methods (and the report)")
     p.add_argument("--limit", type=positive_int, default=None, help="evaluate a seeded random subset of N functions")
-    p.add_argument("--model", default=None, help="model directory (default: the shipped model)")
+    p.add_argument("--model", default=None, help="model directory (default: the shipped model); several joined by commas decode as one ensemble")
     p.add_argument("--train-dataset", default=None,
                    help="PATH[:split] whose pass lists make the coreset (default: the eval dataset's train split)")
     p.add_argument("--seed", type=nonnegative_int, default=0)

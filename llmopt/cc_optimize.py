@@ -58,8 +58,8 @@ class Settings:
         from llmopt.model.loading import default_model_dir
 
         model = Path(self.model) if self.model else default_model_dir()
-        files = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in model.glob("*") if p.is_file()) \
-            if model.is_dir() else []
+        files = sorted((str(p.relative_to(model)), p.stat().st_size, p.stat().st_mtime_ns)
+                       for p in model.rglob("*") if p.is_file()) if model.is_dir() else []  # an ensemble's members too
         return {"llmopt": __version__, "strategy": self.strategy, "samples": self.samples,
                 "model": str(model.resolve()), "model_files": files}
 

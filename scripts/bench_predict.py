@@ -85,11 +85,13 @@ def batch(model: str | None, irs: list[str], strategy: str, samples: int, engine
 
 def decode_step_ms(lm, prompt_ir: str, steps: int = 200) -> float:
     """Median ms of one KV-cached decoding step of `lm` (a PassListLM) after `prompt_ir`'s prompt (what sampling
-    repeats)."""
+    repeats); an ensemble's step is one step of each member."""
     import torch
 
     from llmopt.sampling.lm import crop_cache
 
+    if hasattr(lm, "members"):  # llmopt.sampling.ensemble.EnsembleLM
+        return sum(decode_step_ms(member, prompt_ir, steps) for member in lm.members)
     decoder = lm.decoder(prompt_ir)
     cache, length, token = decoder._cache, len(decoder.prompt_ids), torch.tensor([[lm.open_id]])
     times = []
@@ -187,10 +189,12 @@ def model_costs(model: Path, rows: dict[str, dict], batch_rows: list[dict], int8
 
 def shipped_decode_tokens(ir: str) -> int | None:
     """Tokens the shipped (trained) model decodes after the prompt in PS@10 on `ir`, uncapped: how long real
-    Priority Sampling answers run (None if `ir` does not fit its context)."""
+    Priority Sampling answers run (None if `ir` does not fit its context).  One model: the shipped ensemble's
+    first member (an ensemble's decoder counts every member's tokens)."""
+    from llmopt.model.loading import single_model_dir
     from llmopt.sampling import PassListLM, PrioritySampling, PromptTooLongError
 
-    strategy = PrioritySampling(PassListLM.load())
+    strategy = PrioritySampling(PassListLM.load(single_model_dir()))
     try:
         strategy.sample(ir, 10)
     except PromptTooLongError:

@@ -7,6 +7,7 @@ model card.
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from pathlib import Path
@@ -24,6 +25,27 @@ class ModelNotFoundError(FileNotFoundError, LlmoptError):
 
 def default_model_dir() -> Path:
     return DEFAULT_MODEL_DIR
+
+
+def ensemble_members(directory: str | Path | None) -> list[Path] | None:
+    """The member directories of an ensemble directory, else None.
+
+    An ensemble directory holds an `llmopt.json` whose `members` lists model directories relative to it (and
+    a model card); its models decode as one (`llmopt.sampling.ensemble`).  They share one tokenizer and pass
+    vocabulary, so its tokenizer and metadata are its first member's (`load_meta`, `load_tokenizer`)."""
+    directory = Path(directory) if directory is not None else default_model_dir()
+    meta = directory / META_FILE
+    if (directory / "config.json").exists() or not meta.exists():
+        return None
+    members = json.loads(meta.read_text()).get("members")
+    return [directory / m for m in members] if members else None
+
+
+def single_model_dir(path: str | Path | None = None) -> Path:
+    """`path` (default: the shipped model), or an ensemble's first member: the directory of one model."""
+    directory = Path(path) if path is not None else default_model_dir()
+    members = ensemble_members(directory)
+    return members[0] if members else directory
 
 
 def _check_dir(path: Path, default: bool) -> None:
@@ -51,6 +73,9 @@ def load_model(path: str | Path | None = None, *, device: str = "cpu", dtype: An
     `int8`: dynamic int8 quantization of the decoder layers (`quantize_int8`; CPU inference only).
     """
     directory = Path(path) if path is not None else default_model_dir()
+    if ensemble_members(directory):
+        raise ValueError(f"{directory} is an ensemble of models (`members` in its {META_FILE}): decode it with "
+                         "llmopt.sampling.PassListLM.load, or load one member")
     _check_dir(directory, default=path is None)
     meta = ModelMeta.load(directory)
     if llvm_version is not None and meta.llvm_version is not None and meta.llvm_version != llvm_version:
@@ -83,10 +108,13 @@ def quantize_int8(model: Any) -> Any:
     """`model` with the nn.Linear layers of its decoder (`model.model`) dynamically quantized to int8, in place.
 
     The output head stays in float: its log-probabilities are what Priority Sampling ranks prefixes by,
-    and callers read `lm_head.weight` (a quantized layer has none).
+    and callers read `lm_head.weight` (a quantized layer has none).  Weights stored in bfloat16 (the shipped
+    ensemble's `base` member) are made float32 first: dynamic quantization reads float32 activations.
     """
     import torch
     from torch import nn
+
+    model.float()
 
     with warnings.catch_warnings():  # torch 2.13 marks torch.ao.quantization deprecated (torchao replaces it)
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -96,7 +124,8 @@ def quantize_int8(model: Any) -> Any:
 
 
 def load_meta(path: str | Path | None = None) -> ModelMeta:
-    """The `llmopt.json` metadata (pass vocabulary, LLVM version, ...) of a model directory."""
-    directory = Path(path) if path is not None else default_model_dir()
+    """The `llmopt.json` metadata (pass vocabulary, LLVM version, ...) of a model directory (an ensemble's:
+    its first member's, see `ensemble_members`)."""
+    directory = single_model_dir(path)
     _check_dir(directory, default=path is None)
     return ModelMeta.load(directory)

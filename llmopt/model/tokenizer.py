@@ -46,10 +46,12 @@ class ModelMeta:
 
 
 def load_tokenizer(directory: str | Path) -> Any:
-    """The `PreTrainedTokenizerFast` saved in `directory`."""
+    """The `PreTrainedTokenizerFast` saved in `directory` (an ensemble directory: its members' shared one)."""
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(directory))
+    from llmopt.model.loading import single_model_dir
+
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(single_model_dir(directory)))
     tokenizer.clean_up_tokenization_spaces = False  # IR spacing must survive decode
     return tokenizer
 
@@ -58,7 +60,7 @@ class InferenceTokenizer:
     """`tokenizer.json` through the `tokenizers` library alone (no `transformers` import: ~2 s faster).
 
     Answers the calls inference makes of a `PreTrainedTokenizerFast` -- `tok(text,
-    add_special_tokens=False)["input_ids"]`, `decode`, `convert_tokens_to_ids`, `len`, `pad_token_id`,
+    add_special_tokens=False)["input_ids"]`, `decode`, `convert_tokens_to_ids`, `get_vocab`, `len`, `pad_token_id`,
     `unk_token_id` -- with the same ids (tests/test_llama.py compares them on IR).
     """
 
@@ -91,6 +93,10 @@ class InferenceTokenizer:
 
     def __len__(self) -> int:
         return self._tok.get_vocab_size(with_added_tokens=True)
+
+    def get_vocab(self) -> dict[str, int]:
+        """token -> id, added tokens included (models that decode together must agree on it)."""
+        return self._tok.get_vocab(with_added_tokens=True)
 
 
 def pass_token_ids(tokenizer: Any, passes: list[str]) -> dict[str, int]:

@@ -106,16 +106,29 @@ class PassListLM:
         workers need the other cores, and with oversubscribed cores a small model ran 7-20x slower
         on 2 threads than on 1 (docs/benchmarks.md, Prediction).  `int8`: dynamic int8 quantization of the
         decoder's linear layers (`llmopt.model.loading.quantize_int8`).  `prefill_dtype`: see `_prefill_copy`.
+
+        An ensemble -- several directories joined by commas ("a,b"), or an ensemble directory
+        (`llmopt.model.loading.ensemble_members`) -- loads an `llmopt.sampling.ensemble.EnsembleLM`: the members
+        decode as one, through the mixture of their next-token distributions.
         """
         import os
 
-        from llmopt.model.loading import default_model_dir, load_meta, load_model
+        from llmopt.model.loading import default_model_dir, ensemble_members, load_meta, load_model
 
+        directory = str(path) if path is not None else str(default_model_dir())
+        joined = "," in directory
+        members = [p for p in directory.split(",") if p] if joined else ensemble_members(directory)
+        if members:
+            from llmopt.sampling.ensemble import EnsembleLM
+
+            lm = EnsembleLM.load_members([str(p) for p in members], max_passes=max_passes, threads=threads,
+                                         engine=engine, int8=int8, prefill_dtype=prefill_dtype)
+            lm.path = directory  # an ensemble directory is named by its own path
+            return lm
         torch.set_num_threads(threads or int(os.environ.get("LLMOPT_TORCH_THREADS", "1")))
         meta = load_meta(path)
         model, tokenizer = load_model(path, engine=engine, int8=int8)
         ctx = meta.extra.get("context_length")
-        directory = str(path) if path is not None else str(default_model_dir())
         return cls(model, tokenizer, meta.passes, max_passes=max_passes, context_length=ctx, path=directory,
                    prefill_dtype=prefill_dtype)
 

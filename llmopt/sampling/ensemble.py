@@ -1,0 +1,91 @@
+"""Several pass-list models decoding as one: the mixture of their next-token distributions.
+
+Why: models of different sizes are good at different budgets (issue 14: the tiny shipped model's first samples
+are its best, a `base` model's reach at 30 samples is the best of any model).  Averaging probabilities is the
+plain ensemble of language models: a token either member is confident in stays near the top, and Priority
+Sampling's tree walk, greedy decoding and nucleus sampling all run unchanged over the mixture, because they only
+ask a decoder for "log p(next token | prompt, prefix)".
+
+    lm = PassListLM.load("modelA,modelB")   # or EnsembleLM([PassListLM.load(a), PassListLM.load(b)])
+
+The members must share the tokenizer and the pass vocabulary (the same `llmopt.json` passes), so a token id
+means the same pass in every member; each member keeps its own KV caches.  What needs one model (the free
+continuation after the pass list: feedback answers, eval's code quality) uses the first member.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+from llmopt.model import format as fmt
+from llmopt.sampling.lm import PassListLM, TreeDecoder
+
+
+class EnsembleLM(PassListLM):
+    """The members' mixture with weights `weights` (default: equal); a drop-in `PassListLM`."""
+
+    def __init__(self, members: Sequence[PassListLM], weights: Sequence[float] | None = None):
+        if len(members) < 2:
+            raise ValueError("an ensemble needs at least two models")
+        first = members[0]
+        for other in members[1:]:
+            if other.passes != first.passes or other.tokenizer.get_vocab() != first.tokenizer.get_vocab():
+                raise ValueError(f"{other.path} and {first.path} do not share the tokenizer and the pass vocabulary: "
+                                 "their token ids cannot be averaged")
+        weights = list(weights) if weights is not None else [1.0] * len(members)
+        if len(weights) != len(members) or min(weights) <= 0:
+            raise ValueError("give one positive weight per member")
+        self.members = list(members)
+        self.log_weights = torch.tensor([math.log(w / sum(weights)) for w in weights])
+        # Everything but decoding is the first member's (shared tokenizer and grammar, see the module docstring).
+        self.model, self.prefill_model, self.tokenizer = first.model, first.prefill_model, first.tokenizer
+        self.grammar, self.passes, self.max_passes = first.grammar, first.passes, first.max_passes
+        self.open_id, self.stop_ids = first.open_id, first.stop_ids
+        self.context_length = min(m.context_length for m in members)  # a prompt must fit every member
+        self.path = ",".join(str(m.path) for m in members)
+
+    @classmethod
+    def load_members(cls, paths: Sequence[str], **options) -> EnsembleLM:
+        """Load each directory with `PassListLM.load(path, **options)`; equal weights."""
+        return cls([PassListLM.load(p, **options) for p in paths])
+
+    def decoder(self, ir: str | None = None, *, prompt: str | None = None, reuse_cache: bool = True
+                ) -> EnsembleDecoder:
+        if prompt is None:
+            prompt = fmt.build_prompt(ir or "")
+        ids = self.prompt_ids(prompt)  # raises PromptTooLongError against the shortest context
+        return EnsembleDecoder(self, [TreeDecoder(m, ids, reuse_cache=reuse_cache) for m in self.members])
+
+
+class EnsembleDecoder(TreeDecoder):
+    """A `TreeDecoder` whose next-token log-probabilities are log sum_i w_i p_i (one member decoder each)."""
+
+    def __init__(self, lm: EnsembleLM, parts: Sequence[TreeDecoder]):  # no super().__init__: it would encode a prompt
+        self.lm = lm
+        self.parts = list(parts)
+        self.prompt_ids = self.parts[0].prompt_ids
+        self.reuse_cache = self.parts[0].reuse_cache
+        self.memo: dict[tuple[int, ...], torch.Tensor] = {}
+
+    @property
+    def tokens_run(self) -> int:
+        """Tokens processed by all members together (the decode's cost)."""
+        return sum(p.tokens_run for p in self.parts)
+
+    def logprobs(self, tokens: Sequence[int]) -> torch.Tensor:
+        key = tuple(tokens)
+        hit = self.memo.get(key)
+        if hit is None:
+            rows = [p.logprobs(key) for p in self.parts]
+            width = min(r.shape[0] for r in rows)  # output embeddings may be padded differently
+            stacked = torch.stack([r[:width] for r in rows]) + self.lm.log_weights[:, None]
+            hit = self.memo[key] = torch.logsumexp(stacked, dim=0)
+        return hit
+
+    def release_cache(self) -> None:
+        for part in self.parts:
+            part.release_cache()
+        self.reuse_cache = False
