@@ -53,12 +53,12 @@ for path in sys.argv[1:]:
         table = table.set_column(i, "optimized_ir", pa.array([""] * table.num_rows, pa.string()))
         pq.write_table(table, path, compression="zstd", compression_level=19)' .device/data*/*.parquet
   fi
-  # The shipped model (before it is moved aside): its tokenizer, and the start of fine-tuning runs; its
+  # The shipped ensemble's tiny member (before it is moved aside): its tokenizer, and the start of fine-tuning runs; its
   # weights in bfloat16 (half the carry; the GPU runs train in bf16 autocast anyway).
-  if [[ -f llmopt/model/default/model.safetensors ]]; then
+  if [[ -f llmopt/model/default/tiny/model.safetensors ]]; then
     rm -rf .device/init
     python3 -c 'import sys; from pathlib import Path; from training.device_export import copy_bf16
-copy_bf16(Path(sys.argv[1]), Path(sys.argv[2]))' llmopt/model/default .device/init
+copy_bf16(Path(sys.argv[1]), Path(sys.argv[2]))' llmopt/model/default/tiny .device/init
   fi
   mkdir -p "$STASH"
   for dir in "${BULKY[@]}"; do

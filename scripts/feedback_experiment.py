@@ -1,6 +1,6 @@
 """Feedback model vs base model (thesis §5.5), in one command.
 
-    python scripts/feedback_experiment.py --data DATA [--base llmopt/model/default] [--form fast]
+    python scripts/feedback_experiment.py --data DATA [--base llmopt/model/default/tiny] [--form fast]
                                           [--rounds 2] [--steps 500] [--out runs/feedback-experiment]
 
 1. `write_feedback_dataset`: the base model answers the train/validation splits; the compiler's
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="dataset directory (train/validation/test parquet)")
-    parser.add_argument("--base", default=str(ROOT / "llmopt/model/default"), help="base model directory")
+    parser.add_argument("--base", default=str(ROOT / "llmopt/model/default/tiny"), help="base model directory")
     parser.add_argument("--form", choices=("fast", "short", "long"), default="fast")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--steps", type=int, default=500, help="fine-tuning steps")

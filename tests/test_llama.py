@@ -11,14 +11,16 @@ import torch
 
 from llmopt.model import format as fmt
 from llmopt.model import llama
-from llmopt.model.loading import default_model_dir, load_model
+from llmopt.model.loading import default_model_dir, ensemble_members, load_model, single_model_dir
 from llmopt.sampling import PassListLM, strategy_from_name
+
+SHIPPED = single_model_dir()  # one model: the shipped ensemble's first member (tests/test_ensemble.py: the rest)
 
 
 @pytest.fixture(scope="module")
 def engines():
-    """(torch model, tokenizer), (transformers model, tokenizer) of the shipped default model."""
-    return load_model(engine="torch"), load_model(engine="transformers")
+    """(torch model, tokenizer), (transformers model, tokenizer) of the shipped (first) model."""
+    return load_model(SHIPPED, engine="torch"), load_model(SHIPPED, engine="transformers")
 
 
 def _prompt_ids(tok, example_ir: str) -> list[int]:
@@ -32,7 +34,7 @@ def test_default_model_runs_without_transformers(engines):
     (model, tok), (hf_model, _) = engines
     assert isinstance(model, llama.LlamaForInference)
     assert type(hf_model).__name__ == "LlamaForCausalLM"
-    assert llama.supports(default_model_dir()) is None
+    assert all(llama.supports(d) is None for d in ensemble_members(default_model_dir()) or [SHIPPED])
     # The point of the engine: loading and sampling never import transformers (cold start).
     code = ("import sys; from llmopt.cli import main; "
             "main(['predict', sys.argv[1], '--samples', '2', '--no-cache', '--json']); "
@@ -92,7 +94,7 @@ def test_priority_samples_identical_across_engines(example_ir):
     fn = normalize_ir(next(iter(split_functions(example_ir)))[1])
     samples = {}
     for engine in ("torch", "transformers"):
-        lm = PassListLM.load(engine=engine, max_passes=12)
+        lm = PassListLM.load(SHIPPED, engine=engine, max_passes=12)
         samples[engine] = [(c.passes, round(c.score, 4)) for c in strategy_from_name("priority", lm=lm).sample(fn, 6)]
     assert samples["torch"] == samples["transformers"] and len(samples["torch"]) == 6
 
@@ -106,7 +108,7 @@ def test_int8_keeps_the_candidates_and_their_probabilities(example_ir):
     fns = [normalize_ir(f) for _, f in split_functions(example_ir)][:3]
     lists = {}
     for int8 in (False, True):
-        lm = PassListLM.load(int8=int8, max_passes=12)
+        lm = PassListLM.load(SHIPPED, int8=int8, max_passes=12)
         lists[int8] = [{tuple(c.passes): c.logprob for c in strategy_from_name("priority", lm=lm).sample(fn, 3)}
                        for fn in fns]
     for plain, quantized in zip(lists[False], lists[True], strict=True):
@@ -125,7 +127,7 @@ def test_bf16_prefill_keeps_the_candidates_and_decodes_in_float32(example_ir):
     from llmopt.llvm.ir import normalize_ir, split_functions
 
     fns = [normalize_ir(f) for _, f in split_functions(example_ir)][:3]
-    lms = {dtype: PassListLM.load(max_passes=12, prefill_dtype=dtype) for dtype in ("float32", "bfloat16")}
+    lms = {dtype: PassListLM.load(SHIPPED, max_passes=12, prefill_dtype=dtype) for dtype in ("float32", "bfloat16")}
     assert lms["float32"].prefill_model is None
     assert lms["bfloat16"].prefill_model.lm_head.weight.dtype == torch.bfloat16
     assert lms["bfloat16"].model.lm_head.weight.dtype == torch.float32  # the decoding weights stay float32
@@ -147,13 +149,13 @@ def test_bf16_prefill_keeps_the_candidates_and_decodes_in_float32(example_ir):
 def test_bf16_prefill_is_refused_where_it_cannot_run():
     """Explicit bfloat16 needs the torch engine's float32 model; `auto` then falls back to float32."""
     with pytest.raises(ValueError, match="torch engine"):
-        PassListLM.load(int8=True, prefill_dtype="bfloat16")
+        PassListLM.load(SHIPPED, int8=True, prefill_dtype="bfloat16")
     with pytest.raises(ValueError, match="torch engine"):
-        PassListLM.load(engine="transformers", prefill_dtype="bfloat16")
+        PassListLM.load(SHIPPED, engine="transformers", prefill_dtype="bfloat16")
     with pytest.raises(ValueError, match="unknown prefill dtype"):
-        PassListLM.load(prefill_dtype="float16")
-    assert PassListLM.load(int8=True, prefill_dtype="auto").prefill_model is None
-    assert PassListLM.load(engine="transformers", prefill_dtype="auto").prefill_model is None
+        PassListLM.load(SHIPPED, prefill_dtype="float16")
+    assert PassListLM.load(SHIPPED, int8=True, prefill_dtype="auto").prefill_model is None
+    assert PassListLM.load(SHIPPED, engine="transformers", prefill_dtype="auto").prefill_model is None
 
 
 def test_kv_cache_copy_in_another_dtype():

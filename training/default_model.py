@@ -3,7 +3,9 @@
     scripts/train_default_model.sh [DATA_DIR] [--set key=value ...]
 
 Rerunning resumes the run in runs/default.  The export goes to llmopt/model/default/ with a
-generated model card (data, LLVM version, vocabulary, training tokens, validation metrics).
+generated model card (data, LLVM version, vocabulary, training tokens, validation metrics); while the shipped
+default is an ensemble directory (`llmopt.model.loading.ensemble_members`), to its first member
+(llmopt/model/default/tiny/), which the ensemble then decodes with.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 from pathlib import Path
 
 from llmopt.dataset import read_rows
-from llmopt.model.loading import default_model_dir
+from llmopt.model.loading import single_model_dir
 from llmopt.model.tokenizer import ModelMeta, load_tokenizer
 from training.config import load_config, parse_override
 from training.tokenizer import chars_per_token
@@ -123,7 +125,7 @@ def export_default(run: Path, data_dir: str, command: str, target: Path | None =
                    source: Path | None = None, max_bytes: int | None = MAX_BYTES, evaluation: Path | None = None) -> Path:
     """Copy the run's best (else final) model, or `source`, to `target` (default: into the package) with a
     model card; refuse if over `max_bytes` (the package's 30 MB; None: no cap)."""
-    target = target or default_model_dir()
+    target = target or single_model_dir()  # the shipped model, or the first member of the shipped ensemble
     if source is None:
         source = run / "best" if (run / "best" / "llmopt.json").exists() else run / "model"
     size = sum(f.stat().st_size for f in source.iterdir() if f.name in SHIPPED)
