@@ -67,7 +67,9 @@ class InferenceTokenizer:
     def __init__(self, directory: str | Path):
         from tokenizers import Tokenizer
 
-        directory = Path(directory)
+        from llmopt.model.loading import single_model_dir
+
+        directory = single_model_dir(directory)  # an ensemble directory: its members' shared tokenizer
         self._tok = Tokenizer.from_file(str(directory / "tokenizer.json"))
         config_path = directory / "tokenizer_config.json"
         config = json.loads(config_path.read_text()) if config_path.exists() else {}
