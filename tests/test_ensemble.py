@@ -95,6 +95,11 @@ def test_an_ensemble_directory_names_its_members(tiny_model_dir, other_model_dir
     assert load_tokenizer(directory).get_vocab() == load_tokenizer(tiny_model_dir).get_vocab()
     with pytest.raises(ValueError, match="ensemble"):
         load_model(directory)
+    # `weights` in the manifest: the mixture leans to the first member.
+    (directory / "llmopt.json").write_text(json.dumps({"members": ["a", "b"], "weights": [3, 1]}))
+    weighted = PassListLM.load(directory, max_passes=MAX_PASSES).decoder(ir, reuse_cache=False)
+    rows = [m.decoder(ir, reuse_cache=False).logprobs([]) for m in joined.members]
+    assert torch.allclose(weighted.logprobs([]), torch.log(0.75 * rows[0].exp() + 0.25 * rows[1].exp()), atol=1e-4)
 
 
 def test_int8_loads_a_member_stored_in_bfloat16(tiny_model_dir, tmp_path, example_functions):

@@ -41,6 +41,11 @@ def ensemble_members(directory: str | Path | None) -> list[Path] | None:
     return [directory / m for m in members] if members else None
 
 
+def ensemble_weights(directory: str | Path) -> list[float] | None:
+    """An ensemble directory's `weights` (one per member, relative; absent: equal)."""
+    return json.loads((Path(directory) / META_FILE).read_text()).get("weights")
+
+
 def single_model_dir(path: str | Path | None = None) -> Path:
     """`path` (default: the shipped model), or an ensemble's first member: the directory of one model."""
     directory = Path(path) if path is not None else default_model_dir()

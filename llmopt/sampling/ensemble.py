@@ -48,9 +48,9 @@ class EnsembleLM(PassListLM):
         self.path = ",".join(str(m.path) for m in members)
 
     @classmethod
-    def load_members(cls, paths: Sequence[str], **options) -> EnsembleLM:
-        """Load each directory with `PassListLM.load(path, **options)`; equal weights."""
-        return cls([PassListLM.load(p, **options) for p in paths])
+    def load_members(cls, paths: Sequence[str], weights: Sequence[float] | None = None, **options) -> EnsembleLM:
+        """Load each directory with `PassListLM.load(path, **options)`; `weights` as in the constructor."""
+        return cls([PassListLM.load(p, **options) for p in paths], weights)
 
     def decoder(self, ir: str | None = None, *, prompt: str | None = None, reuse_cache: bool = True
                 ) -> EnsembleDecoder:

@@ -113,7 +113,13 @@ class PassListLM:
         """
         import os
 
-        from llmopt.model.loading import default_model_dir, ensemble_members, load_meta, load_model
+        from llmopt.model.loading import (
+            default_model_dir,
+            ensemble_members,
+            ensemble_weights,
+            load_meta,
+            load_model,
+        )
 
         directory = str(path) if path is not None else str(default_model_dir())
         joined = "," in directory
@@ -121,8 +127,9 @@ class PassListLM:
         if members:
             from llmopt.sampling.ensemble import EnsembleLM
 
-            lm = EnsembleLM.load_members([str(p) for p in members], max_passes=max_passes, threads=threads,
-                                         engine=engine, int8=int8, prefill_dtype=prefill_dtype)
+            lm = EnsembleLM.load_members([str(p) for p in members], None if joined else ensemble_weights(directory),
+                                         max_passes=max_passes, threads=threads, engine=engine, int8=int8,
+                                         prefill_dtype=prefill_dtype)
             lm.path = directory  # an ensemble directory is named by its own path
             return lm
         torch.set_num_threads(threads or int(os.environ.get("LLMOPT_TORCH_THREADS", "1")))
