@@ -113,3 +113,16 @@ def test_int8_loads_a_member_stored_in_bfloat16(tiny_model_dir, tmp_path, exampl
     lm = PassListLM.load(f"{tiny_model_dir},{tmp_path / 'bf16'}", int8=True, max_passes=MAX_PASSES)
     assert lm.members[1].model.lm_head.weight.dtype == torch.float32
     assert len(PrioritySampling(lm).sample(example_functions[0], 4)) == 4
+
+
+def test_training_refuses_to_start_from_an_ensemble_directory(tiny_model_dir, tmp_path):
+    import dataclasses
+
+    from training.config import TrainConfig
+    from training.train import build_model
+
+    shutil.copytree(tiny_model_dir, tmp_path / "ens" / "a")
+    (tmp_path / "ens" / "llmopt.json").write_text(json.dumps({"members": ["a"]}))
+    cfg = dataclasses.replace(TrainConfig(), init_from=str(tmp_path / "ens"))
+    with pytest.raises(ValueError, match="start from one of its members"):
+        build_model(cfg, [], None, tmp_path / "out")

@@ -102,6 +102,12 @@ def build_model(cfg: TrainConfig, passes: list[str], tokenizer: Any | None, out:
         config = llama_config(cfg.model_preset, len(tokenizer), tokenizer,
                               **{"max_position_embeddings": cfg.context_length, **cfg.model_overrides})
         return LlamaForCausalLM(config), tokenizer
+    from llmopt.model.loading import ensemble_members
+
+    members = ensemble_members(cfg.init_from)
+    if members:  # e.g. the shipped default: several models, no single set of weights to start from
+        raise ValueError(f"init_from {cfg.init_from} is an ensemble directory: start from one of its members "
+                         f"({', '.join(str(m) for m in members)})")
     # Float32 master weights whatever the checkpoint holds: a bf16 export (device_export, the carried
     # init of GPU runs) would otherwise load, and train, in pure bf16.
     model = AutoModelForCausalLM.from_pretrained(cfg.init_from, dtype=torch.float32)
