@@ -126,3 +126,18 @@ def test_training_refuses_to_start_from_an_ensemble_directory(tiny_model_dir, tm
     cfg = dataclasses.replace(TrainConfig(), init_from=str(tmp_path / "ens"))
     with pytest.raises(ValueError, match="start from one of its members"):
         build_model(cfg, [], None, tmp_path / "out")
+
+
+def test_an_ensemble_inside_an_ensemble_is_flattened(tiny_model_dir, other_model_dir, example_functions):
+    """`--model llmopt/model/default,mine` mixes the shipped ensemble's members with `mine`: one flat mixture."""
+    from llmopt.sampling import PassListLM
+    from llmopt.sampling.ensemble import EnsembleLM
+
+    a, b = (PassListLM.load(d, max_passes=MAX_PASSES) for d in (tiny_model_dir, other_model_dir))
+    nested = EnsembleLM([EnsembleLM([a, b]), a])
+    assert [m.path for m in nested.members] == [a.path, b.path, a.path]
+    assert nested.log_weights.exp().tolist() == pytest.approx([0.25, 0.25, 0.5])
+    ir = example_functions[0]
+    rows = [m.decoder(ir, reuse_cache=False).logprobs([]) for m in (a, b)]
+    mixture = torch.log(0.75 * rows[0].exp() + 0.25 * rows[1].exp())
+    assert torch.allclose(nested.decoder(ir).logprobs([]), mixture, atol=1e-4)

@@ -28,6 +28,7 @@ class EnsembleLM(PassListLM):
     """The members' mixture with weights `weights` (default: equal); a drop-in `PassListLM`."""
 
     def __init__(self, members: Sequence[PassListLM], weights: Sequence[float] | None = None):
+        members, weights = _flatten(members, weights)  # e.g. "--model llmopt/model/default,mine"
         if len(members) < 2:
             raise ValueError("an ensemble needs at least two models")
         first = members[0]
@@ -35,7 +36,6 @@ class EnsembleLM(PassListLM):
             if other.passes != first.passes or other.tokenizer.get_vocab() != first.tokenizer.get_vocab():
                 raise ValueError(f"{other.path} and {first.path} do not share the tokenizer and the pass vocabulary: "
                                  "their token ids cannot be averaged")
-        weights = list(weights) if weights is not None else [1.0] * len(members)
         if len(weights) != len(members) or min(weights) <= 0:
             raise ValueError("give one positive weight per member")
         self.members = list(members)
@@ -58,6 +58,23 @@ class EnsembleLM(PassListLM):
             prompt = fmt.build_prompt(ir or "")
         ids = self.prompt_ids(prompt)  # raises PromptTooLongError against the shortest context
         return EnsembleDecoder(self, [TreeDecoder(m, ids, reuse_cache=reuse_cache) for m in self.members])
+
+
+def _flatten(members: Sequence[PassListLM], weights: Sequence[float] | None
+             ) -> tuple[list[PassListLM], list[float]]:
+    """Single models and their weights: a member that is itself an ensemble gives its members, each with its share
+    of that member's weight (a mixture of mixtures is one mixture)."""
+    weights = list(weights) if weights is not None else [1.0] * len(members)
+    if len(weights) != len(members):
+        raise ValueError("give one positive weight per member")
+    flat: list[tuple[PassListLM, float]] = []
+    for member, weight in zip(members, weights, strict=True):
+        if isinstance(member, EnsembleLM):
+            flat += [(m, weight * float(share)) for m, share in zip(member.members, member.log_weights.exp(),
+                                                                    strict=True)]
+        else:
+            flat.append((member, weight))
+    return [m for m, _ in flat], [w for _, w in flat]
 
 
 class EnsembleDecoder(TreeDecoder):
