@@ -27,23 +27,26 @@ def default_model_dir() -> Path:
     return DEFAULT_MODEL_DIR
 
 
-def ensemble_members(directory: str | Path | None) -> list[Path] | None:
-    """The member directories of an ensemble directory, else None.
+def ensemble_spec(directory: str | Path | None) -> tuple[list[Path], list[float] | None] | None:
+    """(member directories, weights or None for equal) of an ensemble directory, else None.
 
     An ensemble directory holds an `llmopt.json` whose `members` lists model directories relative to it (and
-    a model card); its models decode as one (`llmopt.sampling.ensemble`).  They share one tokenizer and pass
-    vocabulary, so its tokenizer and metadata are its first member's (`load_meta`, `load_tokenizer`)."""
+    optional `weights`, one per member) beside a model card; its models decode as one
+    (`llmopt.sampling.ensemble`).  They share one tokenizer and pass vocabulary, so its tokenizer and metadata
+    are its first member's (`load_meta`, `load_tokenizer`)."""
     directory = Path(directory) if directory is not None else default_model_dir()
     meta = directory / META_FILE
     if (directory / "config.json").exists() or not meta.exists():
         return None
-    members = json.loads(meta.read_text()).get("members")
-    return [directory / m for m in members] if members else None
+    manifest = json.loads(meta.read_text())
+    members = manifest.get("members")
+    return ([directory / m for m in members], manifest.get("weights")) if members else None
 
 
-def ensemble_weights(directory: str | Path) -> list[float] | None:
-    """An ensemble directory's `weights` (one per member, relative; absent: equal)."""
-    return json.loads((Path(directory) / META_FILE).read_text()).get("weights")
+def ensemble_members(directory: str | Path | None) -> list[Path] | None:
+    """The member directories of an ensemble directory (`ensemble_spec`), else None."""
+    spec = ensemble_spec(directory)
+    return spec[0] if spec else None
 
 
 def single_model_dir(path: str | Path | None = None) -> Path:

@@ -36,9 +36,7 @@ class EnsembleLM(PassListLM):
             if other.passes != first.passes or other.tokenizer.get_vocab() != first.tokenizer.get_vocab():
                 raise ValueError(f"{other.path} and {first.path} do not share the tokenizer and the pass vocabulary: "
                                  "their token ids cannot be averaged")
-        if len(weights) != len(members) or min(weights) <= 0:
-            raise ValueError("give one positive weight per member")
-        self.members = list(members)
+        self.members = members
         self.log_weights = torch.tensor([math.log(w / sum(weights)) for w in weights])
         # Everything but decoding is the first member's (shared tokenizer and grammar, see the module docstring).
         self.model, self.prefill_model, self.tokenizer = first.model, first.prefill_model, first.tokenizer
@@ -65,7 +63,7 @@ def _flatten(members: Sequence[PassListLM], weights: Sequence[float] | None
     """Single models and their weights: a member that is itself an ensemble gives its members, each with its share
     of that member's weight (a mixture of mixtures is one mixture)."""
     weights = list(weights) if weights is not None else [1.0] * len(members)
-    if len(weights) != len(members):
+    if len(weights) != len(members) or min(weights, default=1.0) <= 0:
         raise ValueError("give one positive weight per member")
     flat: list[tuple[PassListLM, float]] = []
     for member, weight in zip(members, weights, strict=True):

@@ -108,28 +108,20 @@ class PassListLM:
         decoder's linear layers (`llmopt.model.loading.quantize_int8`).  `prefill_dtype`: see `_prefill_copy`.
 
         An ensemble -- several directories joined by commas ("a,b"), or an ensemble directory
-        (`llmopt.model.loading.ensemble_members`) -- loads an `llmopt.sampling.ensemble.EnsembleLM`: the members
+        (`llmopt.model.loading.ensemble_spec`) -- loads an `llmopt.sampling.ensemble.EnsembleLM`: the members
         decode as one, through the mixture of their next-token distributions.
         """
         import os
 
-        from llmopt.model.loading import (
-            default_model_dir,
-            ensemble_members,
-            ensemble_weights,
-            load_meta,
-            load_model,
-        )
+        from llmopt.model.loading import default_model_dir, ensemble_spec, load_meta, load_model
 
         directory = str(path) if path is not None else str(default_model_dir())
-        joined = "," in directory
-        members = [p for p in directory.split(",") if p] if joined else ensemble_members(directory)
-        if members:
+        spec = ([p for p in directory.split(",") if p], None) if "," in directory else ensemble_spec(directory)
+        if spec:
             from llmopt.sampling.ensemble import EnsembleLM
 
-            lm = EnsembleLM.load_members([str(p) for p in members], None if joined else ensemble_weights(directory),
-                                         max_passes=max_passes, threads=threads, engine=engine, int8=int8,
-                                         prefill_dtype=prefill_dtype)
+            lm = EnsembleLM.load_members([str(p) for p in spec[0]], spec[1], max_passes=max_passes, threads=threads,
+                                         engine=engine, int8=int8, prefill_dtype=prefill_dtype)
             lm.path = directory  # an ensemble directory is named by its own path
             return lm
         torch.set_num_threads(threads or int(os.environ.get("LLMOPT_TORCH_THREADS", "1")))
