@@ -378,10 +378,13 @@ def test_an_anchored_model_answers_score_differences_and_the_identity_exactly_on
 
 
 def test_anchored_training_reduces_the_loss_and_keeps_the_flag(data_dir, tmp_path):
+    # standardized inputs (the shipped recipe's): the rows are timed live, and on raw inputs the tiny network
+    # sometimes could not move in 15 epochs (MAPE 8.276 after, 8.274 before, once in a CI run)
     cfg = TrainConfig(epochs=15, max_lr=3e-3, fractions=(1.0, 0.0),
-                      model=dataclasses.replace(ModelConfig.tiny(), anchored=True))
+                      model=dataclasses.replace(ModelConfig.tiny(), anchored=True, normalize=True))
     sets = featurize_rows(load_rows(data_dir), cfg, progress=False)
     trainer = Trainer(cfg, steps_per_epoch=len(sets["train"].trees))
+    trainer.model.set_input_stats(np.concatenate([t.comps for t in sets["train"].trees]))
     assert "anchored=True" in trainer.settings()["model"]
     assert "anchored" not in Trainer(TrainConfig(), 1).settings()["model"]  # older checkpoints still resume
     torch.nn.init.normal_(trainer.model.head[-1].weight, std=0.1)  # a start with some error to remove

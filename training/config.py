@@ -44,6 +44,8 @@ class TrainConfig:
                                           # mass stops piling on covered functions; 1: one sample, -log q
     extra_matrices: str = ""              # set loss: named list matrices (data_pipeline.list_matrix --name), comma-
                                           # separated, merged with each dataset's first: e.g. "frequent"
+    distill_from: str | None = None       # set loss: a teacher model or ensemble directory; + distill_weight x the
+    distill_weight: float = 1.0           # mean KL from its next-token distributions along the members (distill.py)
     # tokenizer: an existing llmopt tokenizer/model dir, or None to train one into out_dir/tokenizer
     tokenizer: str | None = None
     tokenizer_vocab_size: int = 4096
@@ -103,6 +105,10 @@ class TrainConfig:
             raise ValueError(f"set_coverage must be >= 1 samples, got {self.set_coverage}")
         if self.set_coverage > 1 and not self.set_members:
             raise ValueError("set_coverage needs the set loss (set_members > 0)")
+        if self.distill_from and not self.set_members:
+            raise ValueError("distill_from needs the set loss (set_members > 0): its members are the taught positions")
+        if self.distill_weight < 0:
+            raise ValueError(f"distill_weight must be >= 0, got {self.distill_weight}")
         if self.extra_matrices and not self.set_members:
             raise ValueError("extra_matrices needs the set loss (set_members > 0)")
         if self.set_weighting not in SET_WEIGHTINGS:

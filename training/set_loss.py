@@ -218,17 +218,26 @@ def log_coverage(log_q: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def set_loss(model: Any, batch: dict[str, torch.Tensor], prompt_weight: float = 0.0,
-             coverage: int = 1) -> torch.Tensor:
+             coverage: int = 1, teacher: tuple[torch.Tensor, torch.Tensor] | None = None,
+             distill_weight: float = 1.0) -> torch.Tensor:
     """(sum over functions of W(f) * -log sum_l w p(l|f)  +  the counts' cross-entropy) / answer tokens:
     per-token scale, so the learning rates of `answer_loss` carry over (W: `function_weights`, 1 by default).
     `prompt_weight` > 0 adds that times the mean next-token cross-entropy over the prompts' IR
-    (`prompt_lm_loss`); `coverage` k > 1 scores k samples, -log(1 - (1 - q)^k) (`log_coverage`)."""
+    (`prompt_lm_loss`); `coverage` k > 1 scores k samples, -log(1 - (1 - q)^k) (`log_coverage`).
+    `teacher` (rows of the scored positions, the teacher's log-probabilities there: `training.distill.Teacher`)
+    adds `distill_weight` times the mean KL from the teacher's distributions (`distill.distill_loss`)."""
     hidden = model.get_decoder()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                                  position_ids=batch["position_ids"]).last_hidden_state
     flat = hidden.reshape(-1, hidden.shape[-1])
     head = model.get_output_embeddings()
     aux = prompt_weight * prompt_lm_loss(head, hidden, batch) if prompt_weight > 0 else 0.0
-    lp = torch.log_softmax(head(flat[batch["at_pos"]]).float(), dim=-1)
+    logits = head(flat[batch["at_pos"]]).float()
+    lp = torch.log_softmax(logits, dim=-1)
+    if teacher is not None:
+        from training.distill import distill_loss
+
+        rows, teacher_lp = (t.to(logits.device) for t in teacher)
+        aux = aux + distill_weight * distill_loss(logits[rows], teacher_lp)
     token_lp = lp.gather(1, batch["at_tok"][:, None])[:, 0]
     n_members = batch["member_fn"].numel()
     member_lp = torch.zeros(n_members, dtype=token_lp.dtype, device=token_lp.device).index_add(

@@ -35,6 +35,7 @@ from llmopt.model.tokenizer import ModelMeta, load_tokenizer
 from training import lora as lora_mod
 from training.config import TrainConfig
 from training.data import BatchSchedule, collate, encode_rows, pick_variant
+from training.distill import Teacher
 from training.presets import llama_config
 from training.set_loss import (
     collate_sets,
@@ -302,6 +303,7 @@ class _Trainer:
         self.examples, skipped = _encode_train(cfg, train_rows, self.tokenizer, matrix)
         self.val_examples = _encode_validation(cfg, val_rows, self.tokenizer)
         self.n_params = sum(p.numel() for p in model.parameters())
+        self.teacher = Teacher.load(cfg.distill_from, self.tokenizer) if cfg.distill_from else None
         if self.main:
             print(f"{len(self.examples)} training examples ({skipped} longer than {cfg.context_length} tokens "
                   f"skipped), {len(val_rows)} validation; model {self.n_params / 1e6:.2f}M parameters, "
@@ -352,7 +354,8 @@ class _Trainer:
                         "data_dir": str(cfg.data_dir), "train_examples": len(self.examples),
                         "target_policy": cfg.target_policy, "set_members": cfg.set_members,
                         "set_weighting": cfg.set_weighting, "set_coverage": cfg.set_coverage,
-                        "prompt_loss_weight": cfg.prompt_loss_weight,
+                        "prompt_loss_weight": cfg.prompt_loss_weight, "distill_from": cfg.distill_from,
+                        "distill_weight": cfg.distill_weight if cfg.distill_from else None,
                         "extra_matrices": cfg.extra_matrices, "stop_reason": self.stop_reason, **extra})
         return m
 
@@ -401,7 +404,9 @@ class _Trainer:
             with sync:
                 with accelerator.autocast():  # both call the decoder itself: accelerate's autocast wraps only forward()
                     if cfg.set_members:
-                        loss = set_loss(model, batch, cfg.prompt_loss_weight, cfg.set_coverage) / cfg.grad_accum
+                        teacher = self.teacher.targets(chosen) if self.teacher else None
+                        loss = set_loss(model, batch, cfg.prompt_loss_weight, cfg.set_coverage, teacher,
+                                        cfg.distill_weight) / cfg.grad_accum
                     else:
                         loss = answer_loss(model, batch) / cfg.grad_accum
                 accelerator.backward(loss)

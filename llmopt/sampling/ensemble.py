@@ -20,7 +20,6 @@ from collections.abc import Sequence
 
 import torch
 
-from llmopt.model import format as fmt
 from llmopt.sampling.lm import PassListLM, TreeDecoder
 
 
@@ -50,11 +49,8 @@ class EnsembleLM(PassListLM):
         """Load each directory with `PassListLM.load(path, **options)`; `weights` as in the constructor."""
         return cls([PassListLM.load(p, **options) for p in paths], weights)
 
-    def decoder(self, ir: str | None = None, *, prompt: str | None = None, reuse_cache: bool = True
-                ) -> EnsembleDecoder:
-        if prompt is None:
-            prompt = fmt.build_prompt(ir or "")
-        ids = self.prompt_ids(prompt)  # raises PromptTooLongError against the shortest context
+    def decoder_for_ids(self, ids: list[int], *, reuse_cache: bool = True) -> EnsembleDecoder:
+        """`decoder` (inherited) checks the prompt against `context_length`, the shortest member's."""
         return EnsembleDecoder(self, [TreeDecoder(m, ids, reuse_cache=reuse_cache) for m in self.members])
 
 

@@ -159,7 +159,12 @@ class PassListLM:
         """A `TreeDecoder` for the prompt of `ir` (or an explicit prompt text, e.g. with feedback history)."""
         if prompt is None:
             prompt = fmt.build_prompt(ir or "")
-        return TreeDecoder(self, self.prompt_ids(prompt), reuse_cache=reuse_cache)
+        return self.decoder_for_ids(self.prompt_ids(prompt), reuse_cache=reuse_cache)
+
+    def decoder_for_ids(self, ids: list[int], *, reuse_cache: bool = True) -> TreeDecoder:
+        """A `TreeDecoder` for prompt token ids that already end with `<passes>` (`prompt_ids`'s output: a
+        trainer holding tokenized examples, `training.distill`, skips the detokenize round trip)."""
+        return TreeDecoder(self, ids, reuse_cache=reuse_cache)
 
 
 class TreeDecoder:
