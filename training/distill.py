@@ -56,6 +56,7 @@ class Teacher:
             for tokens, _ in e["members"]:
                 if not tokens or tokens[0] != open_id:
                     raise ValueError("a set-loss member must start with <passes> (training.set_loss.encode_set_rows)")
+                decoder.logprobs(tokens[1:-1])  # one forward over the list memoizes every prefix below
                 for i in range(1, len(tokens)):  # token i follows the answer prefix tokens[1:i]
                     lp = decoder.masked_logprobs(tokens[1:i])
                     if torch.isfinite(lp).any():  # a prefix the grammar forbids has no distribution to teach
