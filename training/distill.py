@@ -64,8 +64,7 @@ class Teacher:
                         targets.append(lp)
                 at += len(tokens)
             decoder.release_cache()
-        width = min((t.shape[0] for t in targets), default=0)
-        stacked = torch.stack([t[:width] for t in targets]) if targets else torch.empty(0, 0)
+        stacked = torch.stack(targets) if targets else torch.empty(0, 0)  # one model's (or mixture's) vocab width
         return torch.tensor(rows, dtype=torch.long), stacked
 
 

@@ -399,12 +399,13 @@ class _Trainer:
             pad = self.tokenizer.pad_token_id
             batch = {k: v.to(accelerator.device)
                      for k, v in (collate_sets(chosen, pad) if cfg.set_members else collate(chosen, pad)).items()}
+            # The teacher answers as it would at inference: outside the student's autocast.
+            teacher = self.teacher.targets(chosen) if self.teacher else None
             # Sync gradients across processes only on the last micro-batch.
             sync = accelerator.no_sync(model) if micro < cfg.grad_accum - 1 else nullcontext()
             with sync:
                 with accelerator.autocast():  # both call the decoder itself: accelerate's autocast wraps only forward()
                     if cfg.set_members:
-                        teacher = self.teacher.targets(chosen) if self.teacher else None
                         loss = set_loss(model, batch, cfg.prompt_loss_weight, cfg.set_coverage, teacher,
                                         cfg.distill_weight) / cfg.grad_accum
                     else:
