@@ -141,3 +141,49 @@ def test_an_ensemble_inside_an_ensemble_is_flattened(tiny_model_dir, other_model
     rows = [m.decoder(ir, reuse_cache=False).logprobs([]) for m in (a, b)]
     mixture = torch.log(0.75 * rows[0].exp() + 0.25 * rows[1].exp())
     assert torch.allclose(nested.decoder(ir).logprobs([]), mixture, atol=1e-4)
+
+
+def test_a_gate_lets_the_first_member_answer_alone_where_its_greedy_list_is_probable(
+        tiny_model_dir, other_model_dir, example_functions):
+    """The cascade (`gate`): the first member's greedy-list probability p decides; gate <= p: the first member
+    alone (its samples, its cost), gate > p: the mixture (the ungated ensemble's samples)."""
+    import math
+
+    from llmopt.sampling import GreedyDecoding, PassListLM, PrioritySampling
+    from llmopt.sampling.ensemble import EnsembleDecoder, EnsembleLM
+
+    a, b = (PassListLM.load(d, max_passes=MAX_PASSES) for d in (tiny_model_dir, other_model_dir))
+    ir = example_functions[0]
+    p = math.exp(GreedyDecoding(a).sample(ir)[0].logprob)
+    assert 0.001 < p < 0.999, "an untrained member's greedy list must be neither sure nor impossible"
+    alone = [s.passes for s in PrioritySampling(a).sample(ir, 6)]
+    mixed = [s.passes for s in PrioritySampling(EnsembleLM([a, b])).sample(ir, 6)]
+    assert alone != mixed, "the members must disagree for the test to mean much"
+    for gate, expected in ((p * 0.99, alone), (min(p * 1.01, 0.9999), mixed)):
+        cascade = EnsembleLM([a, b], gate=gate)
+        strategy = PrioritySampling(cascade)
+        assert [s.passes for s in strategy.sample(ir, 6)] == expected
+        assert isinstance(strategy.last_decoder, EnsembleDecoder) == (expected is mixed)
+    confident = EnsembleLM([a, b], gate=p * 0.99).decoder(ir)
+    assert confident.tokens_run == a.decoder(ir).tokens_run + len(GreedyDecoding(a).sample(ir)[0].passes), \
+        "a confident prompt costs the first member's prompt and greedy list, nothing of the second member"
+    for bad in (0.0, 1.0, -0.5):
+        with pytest.raises(ValueError, match="gate"):
+            EnsembleLM([a, b], gate=bad)
+
+
+def test_an_ensemble_directory_sets_its_gate_and_a_narrowed_cascade_keeps_its_grammar(
+        tiny_model_dir, other_model_dir, tmp_path, example_functions):
+    from llmopt.sampling import PassListLM, PrioritySampling
+
+    for name, source in (("a", tiny_model_dir), ("b", other_model_dir)):
+        shutil.copytree(source, tmp_path / "ens" / name)
+    (tmp_path / "ens" / "llmopt.json").write_text(json.dumps({"members": ["a", "b"], "gate": 1e-9}))
+    lm = PassListLM.load(tmp_path / "ens", max_passes=MAX_PASSES)
+    assert lm.gate == 1e-9
+    lists = [["instcombine"], ["simplifycfg", "instcombine"], ["mem2reg"]]
+    narrowed = lm.restricted_to(lists)
+    strategy = PrioritySampling(narrowed)
+    samples = strategy.sample(example_functions[1], 3)
+    assert sorted(s.passes for s in samples) == sorted(lists)
+    assert strategy.last_decoder.lm is narrowed, "the gated decoder must decode under the narrowed grammar"

@@ -11,7 +11,7 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from llmopt.errors import LlmoptError
 from llmopt.model.tokenizer import META_FILE, InferenceTokenizer, ModelMeta, load_tokenizer
@@ -27,26 +27,36 @@ def default_model_dir() -> Path:
     return DEFAULT_MODEL_DIR
 
 
-def ensemble_spec(directory: str | Path | None) -> tuple[list[Path], list[float] | None] | None:
-    """(member directories, weights or None for equal) of an ensemble directory, else None.
+class EnsembleSpec(NamedTuple):
+    """An ensemble directory's manifest: member directories, their weights (None: equal) and the cascade gate."""
+
+    members: list[Path]
+    weights: list[float] | None = None
+    gate: float | None = None
+
+
+def ensemble_spec(directory: str | Path | None) -> EnsembleSpec | None:
+    """The `EnsembleSpec` of an ensemble directory, else None.
 
     An ensemble directory holds an `llmopt.json` whose `members` lists model directories relative to it (and
-    optional `weights`, one per member) beside a model card; its models decode as one
-    (`llmopt.sampling.ensemble`).  They share one tokenizer and pass vocabulary, so its tokenizer and metadata
-    are its first member's (`load_meta`, `load_tokenizer`)."""
+    optional `weights`, one per member, and `gate`, see `llmopt.sampling.ensemble`) beside a model card; its models
+    decode as one (`llmopt.sampling.ensemble`).  They share one tokenizer and pass vocabulary, so its tokenizer
+    and metadata are its first member's (`load_meta`, `load_tokenizer`)."""
     directory = Path(directory) if directory is not None else default_model_dir()
     meta = directory / META_FILE
     if (directory / "config.json").exists() or not meta.exists():
         return None
     manifest = json.loads(meta.read_text())
     members = manifest.get("members")
-    return ([directory / m for m in members], manifest.get("weights")) if members else None
+    if not members:
+        return None
+    return EnsembleSpec([directory / m for m in members], manifest.get("weights"), manifest.get("gate"))
 
 
 def ensemble_members(directory: str | Path | None) -> list[Path] | None:
     """The member directories of an ensemble directory (`ensemble_spec`), else None."""
     spec = ensemble_spec(directory)
-    return spec[0] if spec else None
+    return spec.members if spec else None
 
 
 def single_model_dir(path: str | Path | None = None) -> Path:

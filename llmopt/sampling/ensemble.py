@@ -11,6 +11,14 @@ ask a decoder for "log p(next token | prompt, prefix)".
 The members must share the tokenizer and the pass vocabulary (the same `llmopt.json` passes), so a token id
 means the same pass in every member; each member keeps its own KV caches.  What needs one model (the free
 continuation after the pass list: feedback answers, eval's code quality) uses the first member.
+
+A gate makes the ensemble a cascade (`gate=0.3`, or `"gate": 0.3` in an ensemble directory's `llmopt.json`): the
+first member alone answers a prompt when its greedy pass list has probability >= gate, the mixture only when it
+is unsure.  Why: the mixture costs every member's forward passes, and where the first (cheapest) member is
+confident the mixture rarely finds more (issue 14, `docs/results/cascade-validation/`: with the tiny model first
+and gate 0.3 the base member runs on a third of the functions and the cascade saves more than the mixture at 1
+and 3 samples).  The gate's greedy decode is memoized in the first member's decoder, which the mixture then
+reuses, so a confident prompt costs exactly what the first member alone costs.
 """
 
 from __future__ import annotations
@@ -20,16 +28,26 @@ from collections.abc import Sequence
 
 import torch
 
+from llmopt.sampling.decoding import greedy_continue
 from llmopt.sampling.lm import PassListLM, TreeDecoder
 
 
 class EnsembleLM(PassListLM):
-    """The members' mixture with weights `weights` (default: equal); a drop-in `PassListLM`."""
+    """The members' mixture with weights `weights` (default: equal); a drop-in `PassListLM`.
 
-    def __init__(self, members: Sequence[PassListLM], weights: Sequence[float] | None = None):
+    `gate` (None: off), a probability in (0, 1): the first member alone decodes a prompt on which its greedy pass
+    list (grammar-masked, as greedy decoding scores it) has at least this probability (module docstring).  A
+    member that is itself an ensemble gives its members to the mixture; its own gate does not carry over.
+    """
+
+    def __init__(self, members: Sequence[PassListLM], weights: Sequence[float] | None = None,
+                 gate: float | None = None):
         members, weights = _flatten(members, weights)  # e.g. "--model llmopt/model/default,mine"
         if len(members) < 2:
             raise ValueError("an ensemble needs at least two models")
+        if gate is not None and not 0 < gate < 1:
+            raise ValueError(f"the gate is a probability strictly between 0 and 1, not {gate}")
+        self.gate = gate
         first = members[0]
         for other in members[1:]:
             if other.passes != first.passes or other.tokenizer.get_vocab() != first.tokenizer.get_vocab():
@@ -45,13 +63,27 @@ class EnsembleLM(PassListLM):
         self.path = ",".join(str(m.path) for m in members)
 
     @classmethod
-    def load_members(cls, paths: Sequence[str], weights: Sequence[float] | None = None, **options) -> EnsembleLM:
-        """Load each directory with `PassListLM.load(path, **options)`; `weights` as in the constructor."""
-        return cls([PassListLM.load(p, **options) for p in paths], weights)
+    def load_members(cls, paths: Sequence[str], weights: Sequence[float] | None = None, gate: float | None = None,
+                     **options) -> EnsembleLM:
+        """Load each directory with `PassListLM.load(path, **options)`; `weights`, `gate` as in the constructor."""
+        return cls([PassListLM.load(p, **options) for p in paths], weights, gate)
 
-    def decoder_for_ids(self, ids: list[int], *, reuse_cache: bool = True) -> EnsembleDecoder:
-        """`decoder` (inherited) checks the prompt against `context_length`, the shortest member's."""
-        return EnsembleDecoder(self, [TreeDecoder(m, ids, reuse_cache=reuse_cache) for m in self.members])
+    def decoder_for_ids(self, ids: list[int], *, reuse_cache: bool = True) -> TreeDecoder:
+        """The mixture's `EnsembleDecoder`, or with a gate the first member's decoder alone when it is confident.
+
+        `decoder` (inherited) checks the prompt against `context_length`, the shortest member's.  The first
+        member's part is a `TreeDecoder` over this ensemble, which runs the first member's model (`self.model`)
+        under the ensemble's grammar (narrowed by `restricted_to`, if it was)."""
+        first = TreeDecoder(self, ids, reuse_cache=reuse_cache)
+        if self.gate is not None and self.first_is_confident(first):
+            return first
+        rest = [TreeDecoder(m, ids, reuse_cache=reuse_cache) for m in self.members[1:]]
+        return EnsembleDecoder(self, [first, *rest])
+
+    def first_is_confident(self, first: TreeDecoder) -> bool:
+        """True when the first member's greedy list has probability >= the gate (its rows stay memoized)."""
+        _, logps = greedy_continue(first, [], [], grammar=True)
+        return sum(logps) >= math.log(self.gate or 1.0)
 
 
 def _flatten(members: Sequence[PassListLM], weights: Sequence[float] | None

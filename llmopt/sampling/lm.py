@@ -113,15 +113,17 @@ class PassListLM:
         """
         import os
 
-        from llmopt.model.loading import default_model_dir, ensemble_spec, load_meta, load_model
+        from llmopt.model.loading import EnsembleSpec, default_model_dir, ensemble_spec, load_meta, load_model
 
         directory = str(path) if path is not None else str(default_model_dir())
-        spec = ([p for p in directory.split(",") if p], None) if "," in directory else ensemble_spec(directory)
+        joined = [Path(p) for p in directory.split(",") if p]
+        spec = EnsembleSpec(joined) if "," in directory else ensemble_spec(directory)
         if spec:
             from llmopt.sampling.ensemble import EnsembleLM
 
-            lm = EnsembleLM.load_members([str(p) for p in spec[0]], spec[1], max_passes=max_passes, threads=threads,
-                                         engine=engine, int8=int8, prefill_dtype=prefill_dtype)
+            lm = EnsembleLM.load_members([str(p) for p in spec.members], spec.weights, spec.gate,
+                                         max_passes=max_passes, threads=threads, engine=engine, int8=int8,
+                                         prefill_dtype=prefill_dtype)
             lm.path = directory  # an ensemble directory is named by its own path
             return lm
         torch.set_num_threads(threads or int(os.environ.get("LLMOPT_TORCH_THREADS", "1")))
