@@ -48,7 +48,7 @@ def main() -> None:
     print("tiny    ", total(lambda f: False))
     print("ensemble", total(lambda f: True))
     top = {f: tiny[f][0]["logprob"] for f in fids}
-    for tau in (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95):
+    for tau in (0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95):
         r, share, cost = total(lambda f, tau=tau: top[f] < math.log(tau))
         print(f"gate p_top < {tau}: saved {r}, ensemble on {share:.2f} of functions, {cost:.2f} of base's prefill work")
     for cut in (256, 512, 1024, 2048):
