@@ -68,7 +68,8 @@ def add_prediction_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=DEFAULTS.seed)
     p.add_argument("--feedback", choices=("fast", "short", "long"), help="add compiler-feedback rounds (thesis ch. 5)")
     p.add_argument("--rounds", type=nonnegative_int, default=2, help="feedback rounds (default 2)")
-    p.add_argument("--model", help="model directory (default: the shipped model); several joined by commas decode as one ensemble")
+    p.add_argument("--model", help="model directory (default: the shipped model, a gated ensemble directory); several "
+                   "joined by commas decode as one ensemble, ungated")
     p.add_argument("--int8", action="store_true",
                    help="run the model's decoder layers with dynamic int8 quantization (faster on CPU, logits differ a little)")
     p.add_argument("--prefill-dtype", choices=PREFILL_DTYPES, default="auto",
