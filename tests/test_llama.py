@@ -199,3 +199,73 @@ def test_unsupported_models_fall_back_or_fail_clearly(tmp_path):
     assert "gpt2" in llama.supports(tmp_path)
     with pytest.raises(ValueError, match="cannot run without transformers"):
         llama.LlamaForInference.from_pretrained(tmp_path)
+
+
+def test_score_branches_matches_feeding_each_branch_alone_and_keeps_the_cache(engines, example_ir):
+    """One forward for several one-token branches off the cached sequence (Priority Sampling's prefetch)."""
+    from llmopt.sampling.lm import crop_cache
+
+    (model, tok), _ = engines
+    prompt = _prompt_ids(tok, example_ir)
+    path = [11, 12, 13]
+    cache = model(input_ids=torch.tensor([prompt + path])).past_key_values
+    n = len(prompt)
+    branches = [(n, 40), (n + 1, 41), (n + 3, 42), (n + 2, 40)]  # (depth: cached positions it continues, token)
+    rows = model.score_branches([t for _, t in branches], [d for d, _ in branches], cache)
+    assert cache.length == n + len(path), "the cache keeps its length"
+    for (depth, token), row in zip(branches, rows, strict=True):
+        alone = model(input_ids=torch.tensor([(prompt + path)[:depth] + [token]])).logits[0, -1]
+        assert torch.allclose(row, alone, atol=1e-4), (depth, token)
+    after = model(input_ids=torch.tensor([[14]]), past_key_values=cache).logits[0, -1]
+    assert torch.allclose(after, model(input_ids=torch.tensor([prompt + path + [14]])).logits[0, -1], atol=1e-4), \
+        "the branches' keys written past the end must not leak into the next step"
+    crop_cache(cache, n)
+    with pytest.raises(ValueError, match="prefix of the cache"):
+        model.score_branches([40], [n + 1], cache)
+
+
+def test_priority_sampling_prefetch_gives_the_same_samples_in_fewer_forwards(example_functions, monkeypatch):
+    """The shipped (first) model on real functions: prefetching queued siblings changes the cost, not the answer."""
+    from llmopt.sampling import PrioritySampling
+    from llmopt.sampling.lm import TreeDecoder
+
+    lm = PassListLM.load(SHIPPED)
+    calls = {"forward": 0, "branches": 0}
+    forward, branches = TreeDecoder._forward, lm.model.score_branches
+
+    def counted_forward(self, *args, **kwargs):
+        calls["forward"] += 1
+        return forward(self, *args, **kwargs)
+
+    def counted_branches(*args, **kwargs):
+        calls["branches"] += 1
+        return branches(*args, **kwargs)
+
+    monkeypatch.setattr(TreeDecoder, "_forward", counted_forward)
+    monkeypatch.setattr(lm.model, "score_branches", counted_branches)
+    runs = {}
+    for prefetch in (0, 8):
+        calls.update(forward=0, branches=0)
+        strategy = PrioritySampling(lm, exclude=[["default<Oz>"]], prefetch=prefetch)
+        lists = [[s.passes for s in strategy.sample(ir, 10)] for ir in example_functions]
+        runs[prefetch] = (lists, dict(calls))
+    assert runs[8][0] == runs[0][0]
+    assert runs[0][1]["branches"] == 0 < runs[8][1]["branches"]
+    model_calls = {p: c["forward"] + c["branches"] for p, (_, c) in runs.items()}
+    assert model_calls[8] < 0.8 * model_calls[0], runs
+
+
+def test_tree_decoder_prefetch_memoizes_only_branches_off_the_cached_path(example_ir):
+    lm = PassListLM.load(SHIPPED)
+    decoder = lm.decoder(example_ir)
+    path = (40, 41)  # any token ids: the rows are the model's, grammar or not
+    decoder.logprobs(path)  # the working cache now holds the prompt and `path`
+    on_path = [(50,), (path[0], 51), path + (52,)]
+    off_path = [(60, 61), (path[0], 70, 71)]
+    decoder.prefetch(on_path + off_path)
+    fresh = lm.decoder(example_ir, reuse_cache=False)
+    for prefix in on_path:
+        assert prefix in decoder.memo
+        assert torch.allclose(decoder.memo[prefix], fresh.logprobs(prefix), atol=1e-4), prefix
+    assert not any(prefix in decoder.memo for prefix in off_path), "a parent off the cached path has no keys to see"
+    assert torch.allclose(decoder.logprobs(path + (53,)), fresh.logprobs(path + (53,)), atol=1e-4)

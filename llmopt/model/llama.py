@@ -123,7 +123,9 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.heads * self.head_dim, c.hidden_size, bias=bias)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layer: int,
-                cache: KVCache | None, start: int) -> torch.Tensor:
+                cache: KVCache | None, start: int, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """`mask` (new tokens x cached + new positions, True = may attend): replaces the causal rule
+        (`LlamaForInference.score_branches`)."""
         b, s, _ = x.shape
         q = self.q_proj(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
@@ -135,7 +137,9 @@ class Attention(nn.Module):
         if self.kv_heads != self.heads:
             k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
             v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
-        if start == 0 or s == 1:  # a single new query sees everything cached
+        if mask is not None:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        elif start == 0 or s == 1:  # a single new query sees everything cached
             out = F.scaled_dot_product_attention(q, k, v, is_causal=start == 0 and s > 1)
         else:  # new queries see every cached position and the new ones causally
             total = k.shape[2]
@@ -231,8 +235,11 @@ class LlamaForInference(nn.Module):
         return KVCache(c.num_hidden_layers, c.num_key_value_heads, c.head_dim, c.max_position_embeddings,
                        self.lm_head.weight.dtype)
 
-    def _rotary(self, start: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-        pos = torch.arange(start, start + length, dtype=torch.float32)
+    def _rotary(self, start: int, length: int, positions: list[int] | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin at positions start..start+length-1, or at explicit `positions`."""
+        pos = (torch.arange(start, start + length, dtype=torch.float32) if positions is None
+               else torch.tensor(positions, dtype=torch.float32))
         freqs = torch.outer(pos, self.inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
         dtype = self.lm_head.weight.dtype
@@ -252,15 +259,42 @@ class LlamaForInference(nn.Module):
         if start + length > self.config.max_position_embeddings:
             raise ValueError(f"{start + length} tokens exceed the context of {self.config.max_position_embeddings}")
         cos, sin = self._rotary(start, length)
-        h = self.model.embed_tokens(input_ids)
-        for i, layer in enumerate(self.model.layers):
-            h = h + layer.self_attn(layer.input_layernorm(h), cos, sin, i, cache, start)
-            h = h + layer.mlp(layer.post_attention_layernorm(h))
+        h = self._layers(input_ids, cos, sin, cache, start)
         if cache is not None:
             cache.length = start + length
         if logits_to_keep > 0:
             h = h[:, -logits_to_keep:]
         return Output(self.lm_head(self.model.norm(h)), cache)
+
+    def _layers(self, input_ids: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache | None,
+                start: int, mask: torch.Tensor | None = None) -> torch.Tensor:
+        h = self.model.embed_tokens(input_ids)
+        for i, layer in enumerate(self.model.layers):
+            h = h + layer.self_attn(layer.input_layernorm(h), cos, sin, i, cache, start, mask)
+            h = h + layer.mlp(layer.post_attention_layernorm(h))
+        return h
+
+    @torch.no_grad()
+    def score_branches(self, tokens: list[int], depths: list[int], cache: KVCache) -> torch.Tensor:
+        """Logits (len(tokens), vocab) of one-token branches off the sequence `cache` holds, in one forward.
+
+        Token i continues the cache's first `depths[i]` positions (it sits at position depths[i] and sees
+        only those and itself), as if the cache had been cropped there and the token fed alone.  Why: a
+        decode step's cost is reading the weights, nearly the same for 1 or 8 tokens (docs/benchmarks.md,
+        "The cascade"), and Priority Sampling asks for many such siblings.  The cache keeps its length and
+        contents: the branches' keys are written past its end and forgotten.
+        """
+        start, count = cache.length, len(tokens)
+        if any(not 0 < d <= start for d in depths) or start + count > self.config.max_position_embeddings:
+            raise ValueError("every branch must continue a non-empty prefix of the cache, within the context")
+        cos, sin = self._rotary(0, count, positions=depths)
+        mask = torch.zeros(count, start + count, dtype=torch.bool)
+        for i, depth in enumerate(depths):
+            mask[i, :depth] = True
+            mask[i, start + i] = True
+        h = self._layers(torch.tensor([tokens], dtype=torch.long), cos, sin, cache, start, mask)
+        cache.length = start  # the branches' keys past the end are dropped
+        return self.lm_head(self.model.norm(h))[0].float()
 
     @torch.no_grad()
     def generate(self, input_ids: torch.Tensor, *, max_new_tokens: int, eos_token_id: int | list[int] | None = None,

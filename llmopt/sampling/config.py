@@ -24,6 +24,7 @@ class SamplingConfig:
     top_p: float = 0.95                  # nucleus sampling
     max_branch: int | None = None        # Priority Sampling: alternatives pushed per token (None: all useful)
     priority: Priority = "prefix"        # Priority Sampling queue order
+    prefetch: int = 8                    # Priority Sampling: queued prefixes scored in one forward (<= 1: off)
     grammar: bool = True                 # mask tokens that would break the pass-list grammar (thesis "regex")
     seed: int = 0                        # nucleus and random search
     max_passes: int = 48                 # longest pass list the model may generate

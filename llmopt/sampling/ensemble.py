@@ -128,6 +128,10 @@ class EnsembleDecoder(TreeDecoder):
             hit = self.memo[key] = torch.logsumexp(stacked, dim=0)
         return hit
 
+    def prefetch(self, prefixes: Sequence[Sequence[int]]) -> None:
+        for part in self.parts:
+            part.prefetch(prefixes)
+
     def release_cache(self) -> None:
         for part in self.parts:
             part.release_cache()

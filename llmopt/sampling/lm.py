@@ -226,6 +226,28 @@ class TreeDecoder:
             self.memo.setdefault(key[:lcp + j + 1], torch.log_softmax(logits[j], dim=-1))
         return self.memo[key]
 
+    def prefetch(self, prefixes: Sequence[Sequence[int]]) -> None:
+        """Memoize the rows of `prefixes` in one forward where that is possible: those not memoized yet whose
+        parent (all but the last token) is on the path the working cache holds, with a model that scores
+        branches (`llmopt.model.llama.LlamaForInference.score_branches`); the others are left to `logprobs`.
+        Rows match `logprobs`' up to float rounding (other matrix shapes)."""
+        score = getattr(self.lm.model, "score_branches", None)
+        if score is None or not self.reuse_cache or self._cache is None:
+            return
+        wanted = []
+        for prefix in dict.fromkeys(tuple(p) for p in prefixes):
+            parent = prefix[:-1]
+            if prefix and prefix not in self.memo and list(parent) == self._fed[:len(parent)]:
+                wanted.append(prefix)
+        if len(wanted) < 2:  # one branch: `logprobs` feeds it as cheaply and keeps its keys
+            return
+        start = len(self.prompt_ids)
+        crop_cache(self._cache, start + len(self._fed))
+        logits = score([p[-1] for p in wanted], [start + len(p) - 1 for p in wanted], self._cache)
+        self.tokens_run += len(wanted)
+        for prefix, row in zip(wanted, logits, strict=True):
+            self.memo[prefix] = torch.log_softmax(row, dim=-1)
+
     def release_cache(self) -> None:
         """Drop the KV cache (megabytes per prompt), keep the memoized rows: a decoder kept for later
         questions (a polish after a batch is verified) then answers new prefixes with a full forward."""
