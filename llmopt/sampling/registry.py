@@ -103,7 +103,7 @@ def _priority(lm: Any, name: str, flags: str, config: SamplingConfig,
     exclude = [[OZ]] if "nooz" in parts else []  # -Oz is evaluated anyway as the backup
     rerank = next((int(f[6:] or RERANK_POOL) for f in parts if f.startswith("rerank")), 0)
     strategy = PrioritySampling(lm, max_branch=branch, priority=priority, grammar=grammar, exclude=exclude,
-                                rerank=rerank)
+                                rerank=rerank, prefetch=config.prefetch)
     strategy.name = name  # type: ignore[misc]
     return NoRegexFallback(strategy, name, set(lm.passes)) if not grammar else strategy
 
