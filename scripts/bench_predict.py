@@ -56,6 +56,12 @@ def _median_s(run, repeats: int) -> float:
     return statistics.median(times)
 
 
+def sample_rows(rows: list[dict], functions: int) -> list[dict]:
+    """The batch functions: a seeded sample of `rows` (sorted by tokens), not the shortest, so the batch rate
+    reflects the split's function sizes."""
+    return random.Random(0).sample(rows, min(functions, len(rows)))
+
+
 def cold(model: str | None, ir_file: Path, strategy: str, samples: int, repeats: int, engine: str,
          extra: tuple[str, ...] = ()) -> float:
     """Median wall seconds of a fresh `llmopt predict` process (`extra`: more predict options)."""
@@ -263,11 +269,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def predict_costs(args: argparse.Namespace) -> dict:
     """Cold start and batch rate of every engine x setting x strategy, and the decode step, on `args.data`."""
-    rows = _rows(args.data)
-    rows.sort(key=lambda r: r["n_tokens"])
+    rows = sorted(_rows(args.data), key=lambda r: r["n_tokens"])
     median = rows[len(rows) // 2]
-    # A seeded sample, not the shortest: the batch rate must reflect the split's function sizes.
-    batch_rows = random.Random(0).sample(rows, min(args.functions, len(rows)))
+    batch_rows = sample_rows(rows, args.functions)
     irs = [r["ir"] for r in batch_rows]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "median.ll"

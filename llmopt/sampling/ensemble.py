@@ -75,15 +75,16 @@ class EnsembleLM(PassListLM):
         member's part is a `TreeDecoder` over this ensemble, which runs the first member's model (`self.model`)
         under the ensemble's grammar (narrowed by `restricted_to`, if it was)."""
         first = TreeDecoder(self, ids, reuse_cache=reuse_cache)
-        if self.gate is not None and self.first_is_confident(first):
+        if self.gate is not None and self._first_is_confident(first, self.gate):
             return first
         rest = [TreeDecoder(m, ids, reuse_cache=reuse_cache) for m in self.members[1:]]
         return EnsembleDecoder(self, [first, *rest])
 
-    def first_is_confident(self, first: TreeDecoder) -> bool:
-        """True when the first member's greedy list has probability >= the gate (its rows stay memoized)."""
+    @staticmethod
+    def _first_is_confident(first: TreeDecoder, gate: float) -> bool:
+        """True when the first member's greedy list has probability >= `gate` (its rows stay memoized)."""
         _, logps = greedy_continue(first, [], [], grammar=True)
-        return sum(logps) >= math.log(self.gate or 1.0)
+        return sum(logps) >= math.log(gate)
 
 
 def _flatten(members: Sequence[PassListLM], weights: Sequence[float] | None

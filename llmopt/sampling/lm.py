@@ -116,8 +116,8 @@ class PassListLM:
         from llmopt.model.loading import EnsembleSpec, default_model_dir, ensemble_spec, load_meta, load_model
 
         directory = str(path) if path is not None else str(default_model_dir())
-        joined = [Path(p) for p in directory.split(",") if p]
-        spec = EnsembleSpec(joined) if "," in directory else ensemble_spec(directory)
+        spec = (EnsembleSpec([Path(p) for p in directory.split(",") if p]) if "," in directory
+                else ensemble_spec(directory))
         if spec:
             from llmopt.sampling.ensemble import EnsembleLM
 
@@ -241,8 +241,7 @@ class TreeDecoder:
                 wanted.append(prefix)
         if len(wanted) < 2:  # one branch: `logprobs` feeds it as cheaply and keeps its keys
             return
-        start = len(self.prompt_ids)
-        crop_cache(self._cache, start + len(self._fed))
+        start = len(self.prompt_ids)  # the cache holds the prompt and `_fed`, as `logprobs` left it
         logits = score([p[-1] for p in wanted], [start + len(p) - 1 for p in wanted], self._cache)
         self.tokens_run += len(wanted)
         for prefix, row in zip(wanted, logits, strict=True):

@@ -10,13 +10,12 @@ workers, cache off) once per model; prints each rate and the medians."""
 import argparse
 import json
 import os
-import random
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
-from bench_predict import _rows, batch  # noqa: E402
+from bench_predict import _rows, batch, sample_rows  # noqa: E402
 
 
 def main() -> None:
@@ -26,8 +25,8 @@ def main() -> None:
     parser.add_argument("--functions", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    rows = sorted(_rows(args.data), key=lambda r: r["n_tokens"])  # bench_predict's order, then its seeded sample
-    irs = [r["ir"] for r in random.Random(0).sample(rows, args.functions)]
+    rows = sorted(_rows(args.data), key=lambda r: r["n_tokens"])  # bench_predict's order and sample
+    irs = [r["ir"] for r in sample_rows(rows, args.functions)]
     rates: dict[str, list[float]] = {m: [] for m in args.models}
     for rnd in range(args.rounds):
         for model in args.models:
