@@ -173,6 +173,27 @@ def test_resume_with_other_settings_is_refused(data_dir):
         collect(data_dir, range(3), DataConfig(schedules_per_program=5, repeats=1, small=True), progress=False)
 
 
+def test_a_folder_of_one_machine_s_labels_is_not_resumed_on_another(data_dir, tmp_path):
+    """Speedups are the machine's: a folder whose rows were all timed elsewhere refuses this machine's timings
+    (a session on another VM once appended 92 programs to a one-machine folder), unless asked to mix."""
+    from llmopt.poly.costmodel.data import program_file
+
+    other, rows = tmp_path / "other", load_rows(data_dir)
+    other.mkdir()
+    shutil.copy(data_dir / "config.json", other / "config.json")
+    for seed in range(3):
+        program_file(other, seed).parent.mkdir(parents=True, exist_ok=True)
+        program_file(other, seed).write_text("".join(json.dumps({**r, "machine": "elsewhere"}) + "\n"
+                                                     for r in rows if r["seed"] == seed))
+    with pytest.raises(UsageError, match="machine elsewhere only and this is"):
+        collect(other, range(3), CFG, progress=False)
+    assert collect(other, range(3), CFG, progress=False, any_machine=True) == 0  # asked: resumes (all done)
+    # a folder that already mixes machines (as the shipped lineage's) resumes
+    first = program_file(other, 0)
+    first.write_text(first.read_text().replace('"machine": "elsewhere"', f'"machine": "{machine_id()}"'))
+    assert collect(other, range(3), CFG, progress=False) == 0
+
+
 def test_greedy_source_measures_a_search_whose_steps_only_gain(tmp_path):
     """Labels from search: every row is a measured walk, every measured schedule extends one taken
     before it by one transformation, and a schedule is extended only when it beat its parent by the

@@ -355,15 +355,28 @@ class _Recorder:
         self.bar.close()
 
 
+def _check_machine(out: Path, here: str) -> None:
+    """A folder whose rows were all timed on one machine stays that machine's: speedups differ between machines
+    by more than a model's error (docs/results/costmodel), so a resumed job on another would mix two sets of
+    labels that nothing downstream tells apart.  Folders that already mix machines, or hold no rows, pass."""
+    machines = {rows[0].get("machine") for rows in _program_rows(out).values() if rows}
+    if len(machines) == 1 and None not in machines and here not in machines:
+        raise UsageError(f"{out} holds labels timed on machine {machines.pop()} only and this is {here}: "
+                         "collect into a new folder (e.g. named after this machine), or pass any_machine / "
+                         "--any-machine to mix machines on purpose")
+
+
 def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = DataConfig(), workers: int = 1,
             cache_path: str | None = None, progress: bool = True, pack_every: int = 0, executor: str = "local",
-            address: str | None = None, quiet: float | None = None) -> int:
+            address: str | None = None, quiet: float | None = None, any_machine: bool = False) -> int:
     """Measure every seed's program that has no file in `out` yet; returns the rows written now.
 
     pack_every=N packs the finished programs after every N of them, so the committable files keep
     up with a long job (a session cut off mid-job loses only what is loose).  executor="ray" runs
     one Ray task per program on the cluster at `address` (None: a local Ray); `workers` is then unused.
     quiet=C guards the timings against other work (module docstring); only with one local worker.
+    A folder of one machine's labels is resumed on that machine only, unless `any_machine` (`_check_machine`;
+    a Ray cluster's nodes are not this machine, so the check is local only).
     """
     if executor not in ("local", "ray"):
         raise UsageError(f"unknown executor {executor!r}: use local or ray")
@@ -372,6 +385,10 @@ def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _check_config(out, cfg)
+    if executor == "local" and not any_machine:
+        from llmopt.poly.measure import machine_id
+
+        _check_machine(out, machine_id())
     done = packed_seeds(out) | failed_seeds(out) | skipped_seeds(out)
     todo = [s for s in seeds if s not in done and not program_file(out, s).exists()]
     if executor == "ray" and todo:
@@ -643,6 +660,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="take a timed run again when other processes used more than C cores during it (one "
                    "local worker only; a negative C turns the guard off)")
     p.add_argument("--cache", default=None, help="timing cache (default: poly.sqlite in the llmopt cache folder)")
+    p.add_argument("--any-machine", action="store_true",
+                   help="resume a folder whose rows were timed on another machine (mixes two machines' labels)")
     p.add_argument("--sample", metavar="DEST", help="then copy a small sample (--sample-rows) to DEST")
     p.add_argument("--sample-rows", type=int, default=300)
     p.add_argument("--pack", action="store_true",
@@ -717,7 +736,7 @@ def main(argv: list[str] | None = None) -> int:
     cache = args.cache or str(DEFAULT_CACHE_DIR / "poly.sqlite")
     rows = collect(args.out, _seeds(args), cfg, args.workers, cache,
                    pack_every=max(0, args.pack_every), executor=args.executor, address=args.address,
-                   quiet=quiet)
+                   quiet=quiet, any_machine=args.any_machine)
     print(f"{rows} new rows in {args.out}")
     if args.pack:
         print(f"packed {pack(args.out)} programs in {args.out}/packed")
