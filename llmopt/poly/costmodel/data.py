@@ -355,11 +355,12 @@ class _Recorder:
         self.bar.close()
 
 
-def _check_machine(out: Path, here: str) -> None:
-    """A folder whose rows were all timed on one machine stays that machine's: speedups differ between machines
-    by more than a model's error (docs/results/costmodel), so a resumed job on another would mix two sets of
-    labels that nothing downstream tells apart.  Folders that already mix machines, or hold no rows, pass."""
-    machines = {rows[0].get("machine") for rows in _program_rows(out).values() if rows}
+def _check_machine(out: Path, programs: dict[int, list[dict]], here: str) -> None:
+    """A folder whose rows (`programs`: its `_program_rows`) were all timed on one machine stays that machine's:
+    speedups differ between machines by more than a model's error (docs/results/costmodel), so a resumed job on
+    another would mix two sets of labels that nothing downstream tells apart.  Folders that already mix
+    machines, or hold no rows, pass."""
+    machines = {rows[0].get("machine") for rows in programs.values() if rows}
     if len(machines) == 1 and None not in machines and here not in machines:
         raise UsageError(f"{out} holds labels timed on machine {machines.pop()} only and this is {here}: "
                          "collect into a new folder (e.g. named after this machine), or pass any_machine / "
@@ -385,12 +386,13 @@ def collect(out: str | os.PathLike, seeds: range | list[int], cfg: DataConfig = 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _check_config(out, cfg)
+    programs = _program_rows(out)  # packed and loose: read once, for the machine check and what is done
     if executor == "local" and not any_machine:
         from llmopt.poly.measure import machine_id
 
-        _check_machine(out, machine_id())
-    done = packed_seeds(out) | failed_seeds(out) | skipped_seeds(out)
-    todo = [s for s in seeds if s not in done and not program_file(out, s).exists()]
+        _check_machine(out, programs, machine_id())
+    done = set(programs) | failed_seeds(out) | skipped_seeds(out)
+    todo = [s for s in seeds if s not in done]
     if executor == "ray" and todo:
         _connect_ray(address, cfg)  # before the progress bar: a wrong --address is one line on stderr
     recorder = _Recorder(out, len(seeds), len(todo), progress, pack_every)
