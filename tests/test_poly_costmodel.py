@@ -400,7 +400,9 @@ def test_an_anchored_model_answers_score_differences_and_the_identity_exactly_on
 
 def test_anchored_training_reduces_the_loss_and_keeps_the_flag(data_dir, tmp_path):
     # standardized inputs (the shipped recipe's): the rows are timed live, and on raw inputs the tiny network
-    # sometimes could not move in 15 epochs (MAPE 8.276 after, 8.274 before, once in a CI run)
+    # sometimes could not move in 15 epochs (MAPE 8.276 after, 8.274 before, once in a CI run); the weights are
+    # seeded, so only the live timings vary between runs (unseeded, 6.29 after against 6.24 before once)
+    torch.manual_seed(0)
     cfg = TrainConfig(epochs=15, max_lr=3e-3, fractions=(1.0, 0.0),
                       model=dataclasses.replace(ModelConfig.tiny(), anchored=True, normalize=True))
     sets = featurize_rows(load_rows(data_dir), cfg, progress=False)
