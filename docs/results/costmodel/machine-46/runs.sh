@@ -20,3 +20,11 @@ python scripts/costmodel_compare.py $D runs/s43/inner-s0/costmodel.pt runs/s43/i
   runs/s46/ft-s0/costmodel.pt runs/s46/ft-s1/costmodel.pt runs/s46/ft-ens.pt runs/s46/sc-s0/costmodel.pt \
   runs/s46/sc-s1/costmodel.pt runs/s46/sc-ens.pt llmopt/poly/data/costmodel.pt --min-baseline-ms 5 --by-kind \
   > docs/results/costmodel/machine-46/compare-fcaa.json
+# The learning curve on this machine: the same recipe on half the training share (49 of the 133 programs).
+for s in 0 1; do
+  $T $D --out runs/s46/sc-half-s$s --anchored --normalize --dropout 0 --lr 1e-4 --loss mape --epochs 15 \
+     --min-baseline-ms 5 --init-seed $s --threads 1 --train-share 0.5
+done
+python -m llmopt.poly.costmodel.ensemble runs/s46/sc-half-s0/costmodel.pt runs/s46/sc-half-s1/costmodel.pt --out runs/s46/sc-half-ens.pt
+python scripts/costmodel_compare.py $D runs/s46/sc-half-s0/costmodel.pt runs/s46/sc-half-s1/costmodel.pt \
+  runs/s46/sc-half-ens.pt --min-baseline-ms 5 > docs/results/costmodel/machine-46/compare-fcaa-half.json
