@@ -399,12 +399,10 @@ def test_an_anchored_model_answers_score_differences_and_the_identity_exactly_on
 
 
 def test_anchored_training_reduces_the_loss_and_keeps_the_flag(data_dir, tmp_path):
-    # standardized inputs (the shipped recipe's): the rows are timed live, and on raw inputs the tiny network
-    # sometimes could not move in 15 epochs (MAPE 8.276 after, 8.274 before, once in a CI run); the weights are
-    # seeded, so only the live timings vary between runs (unseeded, 6.29 after against 6.24 before once). The
-    # labels are held to 0.5-2x and doubled: three programs' live timings may hold a 0.01x row whose 100x MAPE
-    # gradient decided a run alone (seeded, MAPE 8.29 before, 12.45 after, once in CI), or sit so near the
-    # anchored start's 1x that nothing is left to learn (0.1100 before, 0.1102 after); this tests the training
+    # The rows are timed live, so each run learns other labels. Standardized inputs (on raw ones the tiny network
+    # once could not move in 15 epochs), seeded weights, and labels held to 0.5-2x then doubled: a live 0.01x row's
+    # 100x MAPE gradient once decided a CI run (8.29 -> 12.45), and labels all near the anchored start's 1x left
+    # nothing to learn (0.1100 -> 0.1102). This tests the training, not the timings.
     torch.manual_seed(0)
     cfg = TrainConfig(epochs=15, max_lr=3e-3, fractions=(1.0, 0.0),
                       model=dataclasses.replace(ModelConfig.tiny(), anchored=True, normalize=True))
