@@ -26,6 +26,7 @@ python scripts/costmodel_compare.py $D runs/s46/sc-s0/costmodel.pt runs/s46/sc-s
 for m in sc-s0 sc-s1 sc-share0.5-s0 sc-share0.75-s0; do cp runs/s47/$m/metrics.json docs/results/costmodel/machine-47/metrics-$m.json; done
 # A third seed and the three-member ensemble; the forty-third session's fa56 model (runs/s43/inner-s1, rebuilt by
 # machine-46/runs.sh) fine-tuned on the grown folder (the forty-sixth session's fine-tune, ft-s1 there).
+[ -f runs/s43/inner-s1/costmodel.pt ] || { echo "run machine-46/runs.sh first: it rebuilds runs/s43/inner-s1" >&2; exit 1; }
 $T $D --out runs/s47/sc-s2 $R --init-seed 2 &
 $T $D --out runs/s47/ft-s1 --init-from runs/s43/inner-s1/costmodel.pt --epochs 10 --lr 3e-5 --loss mape \
    --min-baseline-ms 5 --threads 1 &
