@@ -4,7 +4,8 @@
 # folder (seeds 0-2, their ensemble) and on a share of its training programs (the learning curve), scored beside
 # the forty-sixth session's models (runs/s46/sc-s*, trained on the folder as of commit acceca4; rebuilt first when
 # missing, from that commit's folder) on the same held-out programs: all of them, and those of seeds < 8000 (the
-# forty-sixth session's test set).  Training times nothing, so any machine can rerun it.
+# forty-sixth session's test set).  Training times nothing, so any machine can rerun it.  The fcaa folder as of
+# commit 96d0551 (455 programs; later commits add more).
 set -e
 D=data/poly-costmodel-fcaa-5ms
 T="python -m llmopt.poly.costmodel.train"
