@@ -568,6 +568,25 @@ def test_a_share_of_the_training_programs_is_nested_and_leaves_the_other_splits_
     assert len(kept.trees) == len(kept.speedups) == 2 * len(half)
 
 
+def test_a_smaller_validation_share_trains_on_more_programs_and_tests_on_the_same():
+    """`--validation-share V`: programs leave validation for training, never test (every run tests alike)."""
+    from llmopt.poly.costmodel.train import SPLITS, _config, parser, split_of
+
+    hashes = [f"program-{k}" for k in range(2000)]
+
+    def splits(argv):
+        cfg = _config(parser().parse_args(["data", *argv]))[2]
+        return {s: {h for h in hashes if split_of(h, cfg.fractions, cfg.seed) == s} for s in SPLITS}
+
+    default, small = splits([]), splits(["--validation-share", "0.05"])
+    assert small["test"] == default["test"]
+    assert default["train"] < small["train"] and small["validation"] < default["validation"]
+    assert 0.03 < len(small["validation"]) / len(hashes) < 0.07
+    for bad in ("0", "0.8", "-0.1"):
+        with pytest.raises(UsageError, match="validation-share"):
+            splits(["--validation-share", bad])
+
+
 def test_a_fine_tune_starts_from_the_files_weights_statistics_and_architecture(data_dir, tmp_path):
     """`--init-from MODEL`: the run starts where MODEL ended (weights and the input statistics it was fitted
     with, not the new data's), in MODEL's architecture; an ensemble or a missing file is a clear error."""
