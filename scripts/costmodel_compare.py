@@ -1,6 +1,7 @@
 """Two or more cost models on the same held-out programs: test MAPE and pick ratio (`train.scores`: how good
 the schedule each model ranks first is) overall, on the programs of seeds below `--old-seeds` (the earlier
-test set) and on the rest, and the same on the validation programs.  The split is by program hash
+test set) and on the rest, and the same on the validation programs (for each model those it did not train on,
+`validation_programs`: `train --validation-share` trains on some of them).  The split is by program hash
 (`llmopt.poly.costmodel.train.split_of`), so a model trained on less data never saw any of these; the
 "identity" row is the pick ratio of always answering the untransformed program.  "buckets" splits each
 model's test MAPE by the measured speedup (how much of the error each range makes, and the median
@@ -69,19 +70,31 @@ def main() -> int:
     if args.old_seeds:
         parts.update({f"test, seeds < {args.old_seeds}": test.where(lambda h: h in old),
                       "test, the rest": test.where(lambda h: h not in old)})
-    models = {m: load_model(m, "cpu")[0] for m in args.models}
-    both = {m: {k: scores(model, v) for k, v in parts.items()} for m, model in models.items()}
+    loaded = {m: load_model(m, "cpu") for m in args.models}
+    models = {m: model for m, (model, _) in loaded.items()}
+    # A model trained with a smaller --validation-share trained on some of these validation programs: its
+    # validation MAPE counts only those it did not (the test programs are the same for every share).
+    held = {m: unseen(parts["validation"], meta) for m, (_, meta) in loaded.items()}
+    both = {m: {k: scores(model, held[m] if k == "validation" else v) for k, v in parts.items()}
+            for m, model in models.items()}
     kinds = by_kind(rows, sets, models, args.min_baseline_ms) if args.by_kind else None
     judged = parts.get(f"test, >= {args.min_baseline_ms:g} ms", test)
     print(json.dumps({"programs": {k: len(set(v.programs)) for k, v in parts.items()},
                       "mape": {m: {k: round(v[0], 4) for k, v in r.items()} for m, r in both.items()},
                       "pick": {m: {k: round(v[1], 3) for k, v in r.items()} for m, r in both.items()},
+                      "validation_programs": {m: len(set(v.programs)) for m, v in held.items()},
                       "mape_always_1": {k: round(always_1_mape(v.speedups), 4) for k, v in parts.items()},
                       "pick_identity": {k: round(identity_pick(rows, v), 3) for k, v in parts.items()},
                       "buckets": {m: error_buckets(model, test) for m, model in models.items()},
                       "extremes": extremes(models, judged),
                       **({"kinds": kinds} if kinds else {})}, indent=1))
     return 0
+
+
+def unseen(ds: Dataset, meta: dict) -> Dataset:
+    """The samples of `ds` whose program the model of `meta` did not train on."""
+    trained = set(meta.get("programs", {}).get("train", []))
+    return ds.where(lambda h: h not in trained)
 
 
 BUCKETS = (0.0, 0.25, 0.5, 0.8, 1.25, 2.0, float("inf"))  # measured speedup ranges

@@ -299,3 +299,19 @@ def test_costmodel_compare_extremes_split_the_mape_at_the_slow_rows(model_and_da
         parts = got[name]["of_total"] + got[name]["mape_without"] * (len(y) - slow) / len(y)
         assert parts == pytest.approx(whole, abs=1e-3)
     assert got["m"]["called_slow"] == int((pred[y < 0.25] < 0.5).sum()) > 0
+
+
+def test_costmodel_compare_scores_validation_only_on_the_programs_a_model_did_not_train_on():
+    """`train --validation-share` trains on some of the default split's validation programs: `unseen` drops them."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import costmodel_compare
+
+    from llmopt.poly.costmodel.train import Dataset
+
+    ds = Dataset(trees=[None] * 4, speedups=[1.0, 2.0, 3.0, 4.0], programs=["a", "b", "a", "c"])
+    left = costmodel_compare.unseen(ds, {"programs": {"train": ["a", "z"], "validation": ["c"]}})
+    assert left.programs == ["b", "c"] and left.speedups == [2.0, 4.0]
+    assert costmodel_compare.unseen(ds, {}).programs == ds.programs  # an old file without the lists keeps all
