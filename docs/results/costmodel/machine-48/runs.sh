@@ -6,20 +6,9 @@
 # rebuilt first when missing, from that commit's folder) on the same held-out programs: all of them, and those of
 # seeds < 8000.  Training times nothing, so any machine can rerun it.
 set -e
-T="python -m llmopt.poly.costmodel.train"
-R="--anchored --normalize --dropout 0 --lr 1e-4 --loss mape --epochs 15 --min-baseline-ms 5 --threads 1"
-# The fcaa folder as it was at a commit (prints its path).
-folder_at() {
-  rm -rf /tmp/fcaa-$1 && mkdir -p /tmp/fcaa-$1
-  git archive $1 data/poly-costmodel-fcaa-5ms | tar -x -C /tmp/fcaa-$1
-  echo /tmp/fcaa-$1/data/poly-costmodel-fcaa-5ms
-}
-if [ ! -f runs/s47/sc-ens.pt ]; then
-  OLD=$(folder_at 96d0551)
-  for s in 0 1; do $T $OLD --out runs/s47/sc-s$s $R --init-seed $s & done; wait
-  python -m llmopt.poly.costmodel.ensemble runs/s47/sc-s0/costmodel.pt runs/s47/sc-s1/costmodel.pt \
-    --out runs/s47/sc-ens.pt
-fi
+# The recipe (T, R, E) and folder_at, rebuild_pair.
+source "$(dirname "$0")/../fcaa_recipe.sh"
+rebuild_pair runs/s47 96d0551
 D=$(folder_at 5600fdd)
 # The features of rows seen before come from the forty-seventh session's cache (isl work, not a result).
 for s in 0 1; do

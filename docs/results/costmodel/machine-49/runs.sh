@@ -7,20 +7,9 @@
 # models (runs/s48/sc-s*, trained on the folder as of 5600fdd; rebuilt first when missing) on the same held-out
 # programs.  Training times nothing, so any machine can rerun it.
 set -e
-T="python -m llmopt.poly.costmodel.train"
-R="--anchored --normalize --dropout 0 --lr 1e-4 --loss mape --epochs 15 --min-baseline-ms 5 --threads 1"
-E="python -m llmopt.poly.costmodel.ensemble"
-# The fcaa folder as it was at a commit (prints its path).
-folder_at() {
-  rm -rf /tmp/fcaa-$1 && mkdir -p /tmp/fcaa-$1
-  git archive $1 data/poly-costmodel-fcaa-5ms | tar -x -C /tmp/fcaa-$1
-  echo /tmp/fcaa-$1/data/poly-costmodel-fcaa-5ms
-}
-if [ ! -f runs/s48/sc-ens.pt ]; then
-  OLD=$(folder_at 5600fdd)
-  for s in 0 1; do $T $OLD --out runs/s48/sc-s$s $R --init-seed $s & done; wait
-  $E runs/s48/sc-s0/costmodel.pt runs/s48/sc-s1/costmodel.pt --out runs/s48/sc-ens.pt
-fi
+# The recipe (T, R, E) and folder_at, rebuild_pair.
+source "$(dirname "$0")/../fcaa_recipe.sh"
+rebuild_pair runs/s48 5600fdd
 D=$(folder_at 202c7f0)
 # The features of rows seen before come from the forty-eighth session's cache (isl work, not a result).
 for m in sc-s0 sc-s1 v05-s0 v05-s1; do

@@ -1,0 +1,21 @@
+# Sourced by machine-*/runs.sh (from the repo root): the fcaa-alone training recipe and two helpers.
+T="python -m llmopt.poly.costmodel.train"
+R="--anchored --normalize --dropout 0 --lr 1e-4 --loss mape --epochs 15 --min-baseline-ms 5 --threads 1"
+E="python -m llmopt.poly.costmodel.ensemble"
+
+# folder_at COMMIT: extracts data/poly-costmodel-fcaa-5ms as it was at COMMIT into /tmp/fcaa-COMMIT and prints the
+# folder's path, so that a session's runs see the data they were run on however much the folder has grown since.
+folder_at() {
+  rm -rf /tmp/fcaa-$1 && mkdir -p /tmp/fcaa-$1
+  git archive $1 data/poly-costmodel-fcaa-5ms | tar -x -C /tmp/fcaa-$1
+  echo /tmp/fcaa-$1/data/poly-costmodel-fcaa-5ms
+}
+
+# rebuild_pair DIR COMMIT: an earlier session's seeds 0 and 1 of the recipe (DIR/sc-s0, DIR/sc-s1) and their
+# ensemble (DIR/sc-ens.pt) on the folder as of COMMIT, when DIR/sc-ens.pt is missing (a fresh machine).
+rebuild_pair() {
+  [ -f $1/sc-ens.pt ] && return 0
+  local old; old=$(folder_at $2)
+  for s in 0 1; do $T $old --out $1/sc-s$s $R --init-seed $s & done; wait
+  $E $1/sc-s0/costmodel.pt $1/sc-s1/costmodel.pt --out $1/sc-ens.pt
+}
