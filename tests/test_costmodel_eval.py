@@ -315,3 +315,32 @@ def test_costmodel_compare_scores_validation_only_on_the_programs_a_model_did_no
     left = costmodel_compare.unseen(ds, {"programs": {"train": ["a", "z"], "validation": ["c"]}})
     assert left.programs == ["b", "c"] and left.speedups == [2.0, 4.0]
     assert costmodel_compare.unseen(ds, {}).programs == ds.programs  # an old file without the lists keeps all
+
+
+def test_costmodel_fork_count_reads_the_trips_around_the_first_parallel_loop():
+    """`scripts/costmodel_fork_count.py`: a parallel loop under a 1000-trip loop is entered ~2^10 times; an outermost
+    parallel loop once (log2 0); no parallel loop, None; the largest over the computations counts."""
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import costmodel_fork_count as fc
+
+    from llmopt.poly.agent.state import squash
+    from llmopt.poly.costmodel.features import COMP_FEATURES, LOOP_FEATURES
+
+    def comp(extents, parallel_level):
+        c = np.zeros(COMP_FEATURES)
+        for level, n in enumerate(extents):
+            c[level * LOOP_FEATURES] = 1.0
+            c[level * LOOP_FEATURES + fc.EXTENT] = squash(n)
+            c[level * LOOP_FEATURES + fc.PARALLEL] = float(level == parallel_level)
+        return c
+
+    assert fc.log2_forks(np.stack([comp([1000, 6], 1)])) == pytest.approx(np.log2(1001), rel=1e-6)
+    assert fc.log2_forks(np.stack([comp([1000, 6], 0)])) == 0.0
+    assert fc.log2_forks(np.stack([comp([1000, 6], None)])) is None
+    both = np.stack([comp([7, 6], 1), comp([1000, 50, 6], 2)])
+    assert fc.log2_forks(both) == pytest.approx(np.log2(1001) + np.log2(51), rel=1e-6)

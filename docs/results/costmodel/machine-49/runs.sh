@@ -28,3 +28,5 @@ python scripts/costmodel_compare.py $D runs/s48/sc-s0/costmodel.pt runs/s48/sc-s
   --min-baseline-ms 5 --old-seeds 8879 --by-kind --cache runs/s49/sc-s0/features.pkl \
   > docs/results/costmodel/machine-49/compare-fcaa.json
 for m in sc-s0 sc-s1 v05-s0 v05-s1; do cp runs/s49/$m/metrics.json docs/results/costmodel/machine-49/metrics-$m.json; done
+# How the speedups depend on how many times a parallel region is entered (the next feature's case).
+python scripts/costmodel_fork_count.py $D --cache runs/s49/sc-s0/features.pkl > docs/results/costmodel/machine-49/fork-count.json

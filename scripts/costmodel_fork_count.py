@@ -1,0 +1,69 @@
+"""How the measured speedups of a collected folder depend on how many times a parallel region is entered.
+
+A parallel loop below other loops forks and joins once per iteration of the loops around it; the cost model's
+features tag the parallel loop and give every loop's extent, but not that product.  For each row this reads the
+featurized tree (a training run's features cache, `train`'s OUT/features.pkl, or featurizes afresh) and buckets the
+rows by log2 of the product of the trip counts of the loops enclosing the first parallel loop (the largest over the
+row's computations; "none" without a parallel loop), with each bucket's median speedup and its rows under 0.25x
+and 0.05x.
+
+    python scripts/costmodel_fork_count.py data/poly-costmodel-fcaa-5ms --cache runs/s49/sc-s0/features.pkl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from llmopt.poly.costmodel.data import load_rows  # noqa: E402
+from llmopt.poly.costmodel.features import LOOP_FEATURES, MAX_LOOPS  # noqa: E402
+from llmopt.poly.costmodel.train import TrainConfig, featurize_rows  # noqa: E402
+
+EXTENT, PARALLEL = 3, 9  # offsets in a loop's block of the loop nest vector (`features._loop_vector`)
+BUCKETS = ((0, 1), (1, 8), (8, 14), (14, float("inf")))  # log2 of the forks
+
+
+def log2_forks(comps: np.ndarray) -> float | None:
+    """log2 of how many times the first parallel loop of a computation is entered (the largest over them)."""
+    best = None
+    for comp in comps:
+        acc = 0.0
+        for level in range(MAX_LOOPS):
+            loop = comp[level * LOOP_FEATURES:(level + 1) * LOOP_FEATURES]
+            if loop[0] < 0.5:  # no loop at this level
+                break
+            if loop[PARALLEL] > 0.5:
+                best = max(best or 0.0, acc)
+                break
+            acc += 16.0 * loop[EXTENT]  # squash(x) = log2(1 + x) / 16
+    return best
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("data", help="a collected folder")
+    p.add_argument("--cache", help="features cache of a training run (features.pkl)")
+    args = p.parse_args()
+    rows = load_rows(args.data)
+    sets = featurize_rows(rows, TrainConfig(fractions=(1.0, 0.0)), False, cache=args.cache)["train"]
+    forks = [log2_forks(np.asarray(t.comps)) for t in sets.trees]
+    y = np.asarray(sets.speedups)
+    out = {}
+    for name, sel in [("none", [f is None for f in forks])] + [
+            (f"[{lo}, {hi})", [f is not None and lo <= f < hi for f in forks]) for lo, hi in BUCKETS]:
+        part = y[np.asarray(sel, dtype=bool)]
+        if len(part):
+            out[name] = {"rows": int(len(part)), "median_speedup": round(float(np.median(part)), 3),
+                         "under_0.25x": int((part < 0.25).sum()), "under_0.05x": int((part < 0.05).sum())}
+    print(json.dumps({"rows": int(len(y)), "log2_forks": out}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
