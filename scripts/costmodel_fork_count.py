@@ -3,8 +3,8 @@
 A parallel loop below other loops forks and joins once per iteration of the loops around it; the cost model's
 features tag the parallel loop and give every loop's extent, but not that product.  For each row this reads the
 featurized tree (a training run's features cache, `train`'s OUT/features.pkl, or featurizes afresh) and buckets the
-rows by log2 of the product of the trip counts of the loops enclosing the first parallel loop (the largest over the
-row's computations; "none" without a parallel loop), with each bucket's median speedup and its rows under 0.25x
+rows by log2 of the product of (1 + trips) of the loops enclosing the first parallel loop (the features' squashed
+extents, so a little above the entries; the largest over the row's computations; "none" without a parallel loop), with each bucket's median speedup and its rows under 0.25x
 and 0.05x.
 
     python scripts/costmodel_fork_count.py data/poly-costmodel-fcaa-5ms --cache runs/s49/sc-s0/features.pkl
@@ -22,10 +22,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from llmopt.poly.costmodel.data import load_rows  # noqa: E402
-from llmopt.poly.costmodel.features import LOOP_FEATURES, MAX_LOOPS  # noqa: E402
+from llmopt.poly.costmodel.features import (  # noqa: E402
+    LOOP_EXTENT,
+    LOOP_FEATURES,
+    LOOP_PARALLEL,
+    LOOP_PRESENT,
+    MAX_LOOPS,
+)
 from llmopt.poly.costmodel.train import TrainConfig, featurize_rows  # noqa: E402
 
-EXTENT, PARALLEL = 3, 9  # offsets in a loop's block of the loop nest vector (`features._loop_vector`)
 BUCKETS = ((0, 1), (1, 8), (8, 14), (14, float("inf")))  # log2 of the forks
 
 
@@ -36,12 +41,12 @@ def log2_forks(comps: np.ndarray) -> float | None:
         acc = 0.0
         for level in range(MAX_LOOPS):
             loop = comp[level * LOOP_FEATURES:(level + 1) * LOOP_FEATURES]
-            if loop[0] < 0.5:  # no loop at this level
+            if loop[LOOP_PRESENT] < 0.5:  # no loop at this level
                 break
-            if loop[PARALLEL] > 0.5:
+            if loop[LOOP_PARALLEL] > 0.5:
                 best = max(best or 0.0, acc)
                 break
-            acc += 16.0 * loop[EXTENT]  # squash(x) = log2(1 + x) / 16
+            acc += 16.0 * loop[LOOP_EXTENT]  # squash(x) = log2(1 + x) / 16
     return best
 
 

@@ -329,14 +329,22 @@ def test_costmodel_fork_count_reads_the_trips_around_the_first_parallel_loop():
     import costmodel_fork_count as fc
 
     from llmopt.poly.agent.state import squash
-    from llmopt.poly.costmodel.features import COMP_FEATURES, LOOP_FEATURES
+    from llmopt.poly.benchmarks import benchmark
+    from llmopt.poly.costmodel.features import (
+        COMP_FEATURES,
+        LOOP_EXTENT,
+        LOOP_FEATURES,
+        LOOP_PARALLEL,
+        featurize,
+    )
+    from llmopt.poly.schedule import Parallel, Schedule
 
     def comp(extents, parallel_level):
         c = np.zeros(COMP_FEATURES)
         for level, n in enumerate(extents):
             c[level * LOOP_FEATURES] = 1.0
-            c[level * LOOP_FEATURES + fc.EXTENT] = squash(n)
-            c[level * LOOP_FEATURES + fc.PARALLEL] = float(level == parallel_level)
+            c[level * LOOP_FEATURES + LOOP_EXTENT] = squash(n)
+            c[level * LOOP_FEATURES + LOOP_PARALLEL] = float(level == parallel_level)
         return c
 
     assert fc.log2_forks(np.stack([comp([1000, 6], 1)])) == pytest.approx(np.log2(1001), rel=1e-6)
@@ -344,3 +352,8 @@ def test_costmodel_fork_count_reads_the_trips_around_the_first_parallel_loop():
     assert fc.log2_forks(np.stack([comp([1000, 6], None)])) is None
     both = np.stack([comp([7, 6], 1), comp([1000, 50, 6], 2)])
     assert fc.log2_forks(both) == pytest.approx(np.log2(1001) + np.log2(51), rel=1e-6)
+    # the offsets are those the real featurizer writes: gemm's j loop made parallel is entered once per i (NI times)
+    prog = benchmark("gemm", small=True)
+    inner = np.asarray(featurize(prog, Schedule((Parallel("S0", 1),))).comps)
+    assert fc.log2_forks(inner) == pytest.approx(np.log2(prog.params["NI"] + 1), rel=1e-5)
+    assert fc.log2_forks(np.asarray(featurize(prog, Schedule()).comps)) is None

@@ -80,6 +80,7 @@ MAX_LOOPS = 8
 MAX_ACCESSES = 12
 MAX_BUFFERS = 16
 LOOP_FEATURES = 15 + MAX_ITERS
+LOOP_PRESENT, LOOP_EXTENT, LOOP_PARALLEL = 0, 3, 9  # offsets in one loop's block (`_loop_vector`) that readers need
 ACCESS_FEATURES = MATRIX + 3 + MAX_RANK
 OP_FEATURES = 10
 # Bump when a feature's meaning changes without changing COMP_FEATURES (cached trees become stale).

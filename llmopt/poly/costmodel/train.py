@@ -3,9 +3,9 @@
 The split is by *program*, never by schedule (paper §5: 60 / 20 / 20): a program's hash decides
 whether all its schedules train, validate or test, so the test MAPE measures the model on programs
 it never saw.  `--validation-share V` moves programs between validation and training (0.8 - V / V) and never
-touches the test programs (the last 0.2 of the draw): validation only picks the best epoch, and on a folder that
-grows by two hours a hundred programs, a run with a smaller V trains on more.  Measured speedups below `MIN_SPEEDUP` (0.01) count as 0.01 in training and in every
-reported MAPE: MAPE divides by the target, and a few 1000x slowdowns would otherwise decide the loss.  Batches hold up to `batch_size` schedules of one program with one loop-tree
+touches the test programs (the last 0.2 of the draw): validation only picks the best epoch, so a smaller V
+trains on more of a folder that grows slowly.  Measured speedups below `MIN_SPEEDUP` (0.01) count as 0.01 in
+training and in every reported MAPE: MAPE divides by the target, and a few 1000x slowdowns would otherwise decide the loss.  Batches hold up to `batch_size` schedules of one program with one loop-tree
 structure (A.1 groups a batch by program; here it also lets one forward pass serve the batch).
 
 `--rank-weight W` adds W x `model.rank_loss` (pairwise order of a batch's schedules) to MAPE: a search
@@ -608,9 +608,10 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
                          "and --features/--plain-features")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
-    held = 1.0 - sum(TrainConfig.fractions)  # the test share, fixed so that every run tests on the same programs
-    if not 0.0 < args.validation_share < 1.0 - held:
-        raise UsageError(f"--validation-share must lie strictly between 0 and {1.0 - held:g} (the test share is {held:g})")
+    test_share = 1.0 - sum(TrainConfig.fractions)  # fixed, so that every run tests on the same programs
+    if not 0.0 < args.validation_share < 1.0 - test_share:
+        raise UsageError(f"--validation-share must lie strictly between 0 and {1.0 - test_share:g} "
+                         f"(the test share is {test_share:g})")
     cfg = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, max_lr=args.lr, seed=args.seed,
                       device=args.device, threads=args.threads, model=ModelConfig.tiny() if args.tiny else ModelConfig(),
                       rank_weight=args.rank_weight, weight_decay=args.weight_decay,
@@ -618,7 +619,7 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
                       loss=args.loss, init_seed=args.init_seed, init_from=args.init_from,
                       order_only=tuple(args.order_only), rank_teacher=args.rank_teacher,
                       absolute_weight=args.absolute_weight, widen=args.widen,
-                      fractions=(1.0 - held - args.validation_share, args.validation_share))
+                      fractions=(1.0 - test_share - args.validation_share, args.validation_share))
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
     if args.normalize:
