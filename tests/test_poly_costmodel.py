@@ -398,6 +398,48 @@ def test_an_anchored_model_answers_score_differences_and_the_identity_exactly_on
     assert all(len(ids) == 1 for ids in by_program.values()) and len(by_program) > 1
 
 
+def test_the_fork_term_adds_a_learned_cost_per_fork_to_the_time_ratio(tmp_path):
+    """`ModelConfig.fork_term`: gemm (small) with its innermost k loop parallel forks 18 x 20 = 360 times over
+    18 x 20 + 18 x 20 x 22 = 8,280 untransformed iterations; at the network's zero start (1.0x) the answer is
+    1 / (1 + C x 360 / 8,280).  The identity stays 1.0x, C is learned (the loss reaches it), kept in the file,
+    and an ensemble reads its members' geometric mean; files from before the term load without it."""
+    from llmopt.poly.costmodel.features import fork_load
+    from llmopt.poly.costmodel.model import FORK_COST, mape, predict_trees, with_forks
+    from llmopt.poly.costmodel.train import _config, parser
+
+    gemm = benchmark("gemm", small=True)
+    trees = [featurize(gemm, s) for s in (Schedule(), Schedule((Parallel("S1", 2),)),
+                                          Schedule((Parallel("S0", 0), Parallel("S1", 0))))]
+    assert [fork_load(t) for t in trees] == pytest.approx([0.0, 360 / 8280, 2 / 8280])
+    forked = CostModel(dataclasses.replace(ModelConfig.tiny(), anchored=True, fork_term=True))
+    plain = CostModel(dataclasses.replace(ModelConfig.tiny(), anchored=True))
+    got = predict_trees(forked, trees)
+    assert got[0] == 1.0 and got[1] == pytest.approx(1 / (1 + FORK_COST * 360 / 8280), rel=1e-5)
+    assert 0.5 < got[2] < 1.0 and np.allclose(predict_trees(plain, trees), 1.0)
+    log_pred = with_forks(forked, torch.zeros(3), trees)
+    mape(log_pred.exp(), torch.tensor([1.0, 0.5, 1.0])).backward()
+    assert forked.log_fork_cost.grad > 0  # 0.5x measured, 0.02x answered: descent makes the fork cheaper
+    with torch.no_grad():
+        forked.log_fork_cost.fill_(math.log(10.0))
+    save_model(forked, tmp_path / "forked.pt")
+    loaded = load_model(tmp_path / "forked.pt")[0]
+    assert loaded.cfg.fork_term and predict_trees(loaded, trees)[1] == pytest.approx(1 / (1 + 10 * 360 / 8280), rel=1e-5)
+    other = CostModel(dataclasses.replace(ModelConfig.tiny(), anchored=True, fork_term=True))
+    with torch.no_grad():
+        other.log_fork_cost.fill_(math.log(1000.0))
+    assert Ensemble([forked, other]).log_fork_cost.exp().item() == pytest.approx(100.0, rel=1e-5)
+    with pytest.raises(CostModelError, match="fork term"):
+        Ensemble([forked, plain])
+    blob = torch.load(tmp_path / "forked.pt", weights_only=False)
+    save_model(plain, tmp_path / "plain.pt")
+    old = torch.load(tmp_path / "plain.pt", weights_only=False)
+    del old["config"]["fork_term"]  # a file written before the option
+    torch.save(old, tmp_path / "old.pt")
+    assert not load_model(tmp_path / "old.pt")[0].cfg.fork_term and "log_fork_cost" in blob["state"]
+    with pytest.raises(UsageError, match="--anchored"):
+        _config(parser().parse_args([str(tmp_path), "--fork-term"]))
+
+
 def test_anchored_training_reduces_the_loss_and_keeps_the_flag(data_dir, tmp_path):
     # The rows are timed live, so each run learns other labels. Standardized inputs (on raw ones the tiny network
     # once could not move in 15 epochs), seeded weights, and labels held to 0.5-2x then doubled: a live 0.01x row's
@@ -1154,6 +1196,58 @@ def test_the_traffic_view_counts_cache_lines_and_working_sets():
     assert view(benchmark("heat2d", small=True), Schedule(), 0)["inner_lines"] == pytest.approx(8 / 64)
 
 
+def test_the_parallel_view_counts_forks_where_emit_puts_the_pragma():
+    """gemm (small: NI 18, NJ 20, NK 22) worked by hand: its k loop made parallel forks once per (i, j), 360
+    times, 22 trips each; the i loop once, sharing out all of S1's 7,920 iterations; a serial schedule has no
+    parallel view.  Parallelizing S0's j loop parallelizes the loop S1 shares (emit's pragma covers both)."""
+    from llmopt.poly.costmodel.features import PARALLEL_NAMES, TRAFFIC_VIEW_FEATURES
+    from llmopt.poly.emit import loop_nest
+
+    def view(prog, schedule, k):
+        comps = featurize(prog, schedule).comps
+        return [float(comps[k, TRAFFIC_VIEW_FEATURES + c]) for c in range(len(PARALLEL_NAMES))]
+
+    def unsquashed(values):  # the inverse of squash, after the 0/1 tag
+        return [values[0]] + [round(2 ** (16 * v) - 1) for v in values[1:]]
+
+    gemm = benchmark("gemm", small=True)
+    assert view(gemm, Schedule(), 0) == view(gemm, Schedule(), 1) == [0.0] * len(PARALLEL_NAMES)
+    inner = Schedule((Parallel("S1", 2),))
+    assert unsquashed(view(gemm, inner, 1)) == [1.0, 18 * 20, 22, 22]
+    assert view(gemm, inner, 0) == [0.0] * len(PARALLEL_NAMES)  # S0 sits outside the parallel k loop
+    outer = Schedule((Parallel("S0", 0), Parallel("S1", 0)))
+    assert unsquashed(view(gemm, outer, 1)) == [1.0, 1, 18, 18 * 20 * 22]
+    assert unsquashed(view(gemm, outer, 0)) == [1.0, 1, 18, 18 * 20]
+    shared = Schedule((Parallel("S0", 1),))
+    assert loop_nest(gemm, state(gemm, shared)).count("omp parallel for") == 1
+    assert unsquashed(view(gemm, shared, 1)) == [1.0, 18, 20, 20 * 22]
+
+
+def test_the_parallel_view_agrees_with_the_emitted_pragmas():
+    """A computation is tagged parallel exactly when the C that runs it has an `omp parallel for` around it:
+    random-8386 (data/poly-costmodel-fcaa-5ms, shrunk) tiled after its j loop was made parallel leaves the tag
+    on a level that runs no iterator, which isl prints as no loop and the program runs serially (0.998x)."""
+    from llmopt.poly.costmodel.features import TRAFFIC_VIEW_FEATURES
+    from llmopt.poly.emit import loop_nest
+
+    prog = program_from_dict({
+        "name": "random-8386", "params": {"N0": 256},
+        "tensors": {"A": {"type": "double", "shape": ["N0", "N0"]}, "B": {"type": "double", "shape": ["N0"]},
+                    "C": {"type": "double", "shape": ["N0", "N0"]}},
+        "statements": [{"name": "S0", "iterators": ["i", "j"], "domain": "1 <= i < N0 - 1 and 1 <= j < N0 - 1",
+                        "body": "C[i][j] = 0.4 * A[j][i+1] + 0.25 * A[j][i] * B[i-1] + 0.1", "shares": 0}]})
+    tiled = [{"kind": "parallelization", "stmt": "S0", "level": 1},
+             {"kind": "tiling", "stmt": "S0", "level": 0, "sizes": [128, 32]},
+             {"kind": "interchange", "stmt": "S0", "level": 1, "other": 2},
+             {"kind": "interchange", "stmt": "S0", "level": 2, "other": 3},
+             {"kind": "reversal", "stmt": "S0", "level": 3}]
+    for steps in (tiled, tiled[:2], tiled[:1], [{"kind": "parallelization", "stmt": "S0", "level": 0}]):
+        schedule = Schedule.from_list(steps)
+        emitted = "omp parallel for" in loop_nest(prog, state(prog, schedule))
+        assert featurize(prog, schedule).comps[0, TRAFFIC_VIEW_FEATURES] == float(emitted), steps
+    assert "omp parallel for" not in loop_nest(prog, state(prog, Schedule.from_list(tiled)))
+
+
 def test_a_model_from_before_the_compiler_view_reads_the_leading_features(tmp_path):
     from llmopt.poly.costmodel.features import PLAIN_FEATURES
 
@@ -1177,6 +1271,10 @@ def test_a_model_from_before_the_compiler_view_reads_the_leading_features(tmp_pa
     from llmopt.poly.costmodel.features import VIEW_FEATURES
     save_model(CostModel(dataclasses.replace(ModelConfig.tiny(), comp_features=VIEW_FEATURES)), tmp_path / "view.pt")
     assert load_model(tmp_path / "view.pt")[0].cfg.comp_features == VIEW_FEATURES  # before the traffic view
+    from llmopt.poly.costmodel.features import TRAFFIC_VIEW_FEATURES
+    save_model(CostModel(dataclasses.replace(ModelConfig.tiny(), comp_features=TRAFFIC_VIEW_FEATURES)),
+               tmp_path / "traffic.pt")
+    assert load_model(tmp_path / "traffic.pt")[0].cfg.comp_features == TRAFFIC_VIEW_FEATURES  # before parallel
     wrong = CostModel(dataclasses.replace(ModelConfig.tiny(), comp_features=PLAIN_FEATURES - 1))
     save_model(wrong, tmp_path / "wrong.pt")
     with pytest.raises(CostModelError, match="retrain it"):

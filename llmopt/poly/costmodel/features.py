@@ -39,6 +39,11 @@ A computation vector (`COMP_FEATURES` floats) is, in order:
   iteration of the innermost loop brings in, the 4 KiB pages one run of it touches, and the bytes of cache
   lines the innermost one, two and three loops and the whole nest touch (`_traffic_vector`, `TRAFFIC_NAMES`):
   what decides whether a tile's working set stays in a cache level.
+- parallel view (not in the paper; added because the slowest rows of our data, down to 0.006x, parallelize a
+  short inner loop: OpenMP forks and joins once per iteration of the loops around it, and the loop vector
+  tags the parallel loop and gives each extent but not their product): whether the computation runs in an
+  `omp parallel for`, how many times that region is entered, its trips and the iterations one entry runs
+  (`_parallel_vector`, `PARALLEL_NAMES`).
 
 Numbers with a large range (bounds, extents, factors, counts) are log-transformed the way the paper
 asks (`llmopt.poly.agent.state.squash`: sign * log2(1 + |x|) / 16); tags are 0/1.  The access
@@ -84,7 +89,7 @@ LOOP_PRESENT, LOOP_EXTENT, LOOP_PARALLEL = 0, 3, 9  # offsets in one loop's bloc
 ACCESS_FEATURES = MATRIX + 3 + MAX_RANK
 OP_FEATURES = 10
 # Bump when a feature's meaning changes without changing COMP_FEATURES (cached trees become stale).
-FEATURE_LAYOUT = 2  # 2: trees carry their program's untransformed tree (`Tree.origin`)
+FEATURE_LAYOUT = 3  # 2: trees carry their program's untransformed tree (`Tree.origin`); 3: the parallel view
 STRIDE_LOOPS = 2  # innermost and second-innermost loop
 LOCALITY_FEATURES = MAX_ACCESSES * STRIDE_LOOPS
 COMPILER_NAMES = ("inner_trips", "inner_unrolled_size", "inner_unrolled", "unrolled_loops", "vector_loop",
@@ -94,13 +99,17 @@ COMPILER_FEATURES = len(COMPILER_NAMES)
 TRAFFIC_NAMES = ("inner_lines", "inner_pages", "footprint_1", "footprint_2", "footprint_3",
                  "footprint_all")  # `_traffic_vector`
 TRAFFIC_FEATURES = len(TRAFFIC_NAMES)
+PARALLEL_NAMES = ("parallel", "forks", "parallel_trips", "fork_iterations")  # `_parallel_vector`
+PARALLEL_FEATURES = len(PARALLEL_NAMES)
 # Models trained before the compiler view read this many leading features (`model.CostModel` slices), those
-# trained before the traffic view the first VIEW_FEATURES: a model reads one of FEATURE_SETS (by the name
-# `train --features` gives it).
+# trained before the traffic view the first VIEW_FEATURES, those before the parallel view the first
+# TRAFFIC_VIEW_FEATURES: a model reads one of FEATURE_SETS (by the name `train --features` gives it).
 PLAIN_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES + LOCALITY_FEATURES
 VIEW_FEATURES = PLAIN_FEATURES + COMPILER_FEATURES
-COMP_FEATURES = VIEW_FEATURES + TRAFFIC_FEATURES
-FEATURE_SETS = {"plain": PLAIN_FEATURES, "compiler": VIEW_FEATURES, "traffic": COMP_FEATURES}
+TRAFFIC_VIEW_FEATURES = VIEW_FEATURES + TRAFFIC_FEATURES
+COMP_FEATURES = TRAFFIC_VIEW_FEATURES + PARALLEL_FEATURES
+FEATURE_SETS = {"plain": PLAIN_FEATURES, "compiler": VIEW_FEATURES, "traffic": TRAFFIC_VIEW_FEATURES,
+                "parallel": COMP_FEATURES}
 FEATURE_COUNTS = tuple(FEATURE_SETS.values())
 LINE_BYTES = 64  # a cache line
 PAGE_BYTES = 4096  # a page: what a TLB entry maps
@@ -375,12 +384,48 @@ def _traffic_vector(levels: list[dict], trips: list[int], accesses: list[tuple[l
         squash(LINE_BYTES * touched(max(depth - k, 0), LINE_BYTES)) for k in (1, 2, 3, depth)]
 
 
+def _parallel_level(st: State, name: str, levels: list[dict]) -> int | None:
+    """The level of the loop that runs computation `name` under `omp parallel for`, as `emit` decides it: the
+    outermost of its parallel loops whose statements are all parallel there and that runs an iterator (a level
+    whose affine row is zero is a constant, printed as no loop or a degenerate one, without the pragma); None
+    when it runs serially."""
+    for level, flags in enumerate(levels):
+        if (flags["parallel"] and any(flags["row"])
+                and all(level in st[n].parallel for n in _loop_members(st, name, level))):
+            return level
+    return None
+
+
+def _parallel_vector(level: int | None, trips: list[int]) -> list[float]:
+    """The parallel view of one computation (`PARALLEL_NAMES`; module docstring) from its parallel loop's `level`
+    (`_parallel_level`) and each loop's trips (`_level_trips`): in a parallel region, how many times the region
+    is entered (the product of the trips of the loops around it: one fork and join each), its trip count, and
+    the iterations of the whole nest below the region's entry (the work one fork shares out)."""
+    if level is None:
+        return [0.0] * PARALLEL_FEATURES
+    return [1.0, squash(math.prod(trips[:level])), squash(trips[level]), squash(math.prod(trips[level:]))]
+
+
+def fork_load(tree: Tree) -> float:
+    """How many parallel regions `tree` enters per iteration of its untransformed program: the sum over its
+    computations of the parallel view's forks over the sum of the untransformed computations' iterations (the
+    product of their loops' extents: that tree has no tiles).  A fork and join costs about a thousand loop
+    iterations on our machines (docs/results/costmodel/, fiftieth session), so a load near 1e-3 is a 2x
+    slowdown and near 1e-1 a 100x one (`model.ModelConfig.fork_term`)."""
+    forks = [2.0 ** (16.0 * c[TRAFFIC_VIEW_FEATURES + 1]) - 1.0 for c in tree.comps if c[TRAFFIC_VIEW_FEATURES] > 0.5]
+    if not forks:
+        return 0.0
+    loops = tree.anchor.comps[:, : MAX_LOOPS * LOOP_FEATURES].reshape(len(tree.anchor.comps), MAX_LOOPS, LOOP_FEATURES)
+    extents = np.where(loops[..., LOOP_PRESENT] > 0.5, 2.0 ** (16.0 * loops[..., LOOP_EXTENT].astype(np.float64)) - 1.0, 1.0)
+    return float(sum(forks) / max(extents.prod(axis=1).sum(), 1.0))
+
+
 def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], Tree]:
     """The model's input for replayed schedules of `prog`: the assignment and operation vectors do
     not depend on the schedule, so they are computed once here (most of the time otherwise).  A
     computation's vector is kept by what it reads (`_comp_key`): a search's children differ from
     their parent in one branch, so most of their computations' vectors were already made.  Without
-    `compiler_view` the features past the plain ones (both views) are zeros: the isl work behind the compiler
+    `compiler_view` the features past the plain ones (all views) are zeros: the isl work behind the compiler
     view (trip counts, dependences) is most of the featurizing time, wasted on a model that does not read
     them (`model.model_featurizer`)."""
     static = [_access_vector(prog, s) + _op_vector(prog, s) for s in prog.statements]
@@ -399,12 +444,15 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
         if key not in made:
             levels = loop_flags(prog, name, st[name])
             made[key] = (_loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
-                         + (_compiler_vector(prog, st, name, levels, maps[k], lambda n: _size(st, n),
-                                             lambda names, level: _carries(st, sched, names, level))
-                            if compiler_view else [0.0] * COMPILER_FEATURES)
-                         + (_traffic_vector(levels, _level_trips(prog, st, name, levels), streams[k])
-                            if compiler_view else [0.0] * TRAFFIC_FEATURES))
+                         + (views(st, sched, name, levels, k) if compiler_view
+                            else [0.0] * (COMP_FEATURES - PLAIN_FEATURES)))
         return made[key]
+
+    def views(st: State, sched: list, name: str, levels: list[dict], k: int) -> list[float]:
+        trips = _level_trips(prog, st, name, levels)
+        return (_compiler_vector(prog, st, name, levels, maps[k], lambda n: _size(st, n),
+                                 lambda names, level: _carries(st, sched, names, level))
+                + _traffic_vector(levels, trips, streams[k]) + _parallel_vector(_parallel_level(st, name, levels), trips))
 
     def _size(st: State, n: str) -> float:
         row = loop_flags(prog, n, st[n])[-1]["row"]
@@ -431,12 +479,13 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
 
 
 def _comp_key(name: str, st: State) -> tuple:
-    """Everything computation `name`'s loop, locality and compiler vectors read: its own schedule (loops, parallel
-    levels, unroll factor) and the loops of every statement under its outermost loop (the loops it shares,
-    their bounds and statement counts, are theirs too)."""
+    """Everything computation `name`'s vectors read: its own schedule (loops, parallel levels, unroll factor) and
+    the loops and parallel levels of every statement under its outermost loop (the loops it shares, their
+    bounds, statement counts and whether `emit` makes them parallel, are theirs too)."""
     me = st[name]
     return (name, tuple(sorted(me.parallel)), me.unroll,
-            tuple((n, tuple(o.betas), tuple(o.loops)) for n, o in st.items() if o.betas[:1] == me.betas[:1]))
+            tuple((n, tuple(o.betas), tuple(o.loops), tuple(sorted(o.parallel)))
+                  for n, o in st.items() if o.betas[:1] == me.betas[:1]))
 
 
 def featurize(prog: Program, schedule: Schedule) -> Tree:

@@ -28,6 +28,13 @@ on one machine's ~370 programs, the anchored network is the first to pass answer
 set; the plain one at that rate learns the same slowdowns but not the retest sets (docs/results/costmodel/
 README.md, thirty-eighth session).  It orders schedules worse than the shipped model, so searches keep that one.
 
+With `ModelConfig.fork_term` (anchored models only) the answer adds an analytic cost the network cannot learn
+from our few examples: a parallel loop inside other loops forks and joins once per iteration of them, and the
+rows that do it hundreds of thousands of times run 0.01x (docs/results/costmodel/, fiftieth session).  The
+answer's time ratio is the network's plus C x `features.fork_load` (forks per iteration of the untransformed
+program), C a learned scalar that starts at `FORK_COST`; a network that extrapolates from a dozen such rows
+answers 0.7x where the measured speedup is 0.01x.
+
 `save_model` / `load_model` keep the weights with their config and metadata (an `Ensemble`, the mean
 of several trained models' log speedups, is saved and loaded the same way); `predict(model, program,
 schedule)` and `predict_many` answer the speedup over the untransformed program.
@@ -48,12 +55,22 @@ from torch import nn
 
 from llmopt.errors import LlmoptError
 from llmopt.outputs import atomic_target
-from llmopt.poly.costmodel.features import COMP_FEATURES, FEATURE_COUNTS, PLAIN_FEATURES, Tree, featurizer
+from llmopt.poly.costmodel.features import (
+    COMP_FEATURES,
+    FEATURE_COUNTS,
+    PLAIN_FEATURES,
+    Tree,
+    featurizer,
+    fork_load,
+)
 from llmopt.poly.program import Program
 from llmopt.poly.schedule import Schedule, State, state
 
 MODEL_VERSION = 1
 MAX_LOG_SPEEDUP = 8.0  # |log speedup| softly capped (tanh) near exp(8) ~ 3000x: exp() stays finite, gradients live
+# A fork and join of 2 threads (~1 us) over one loop iteration (~1 ns): the median of (1/speedup - 1) / fork_load over
+# the fcaa rows whose load passes 1e-3 is 300-1300 (docs/results/costmodel/, fiftieth session).  The start of C.
+FORK_COST = 1000.0
 
 
 class CostModelError(LlmoptError):
@@ -70,6 +87,7 @@ class ModelConfig:
     dropout: float = 0.225
     normalize: bool = False  # standardize the inputs (module docstring); absent in older model files
     anchored: bool = False  # answer score(tree) - score(untransformed tree) (module docstring); absent in older files
+    fork_term: bool = False  # add C x fork_load to the time ratio (module docstring; anchored only); absent in older files
 
     @staticmethod
     def tiny() -> ModelConfig:
@@ -105,6 +123,8 @@ class CostModel(nn.Module):
             else:
                 nn.init.zeros_(p)
         nn.init.zeros_(self.head[-1].weight)  # start at speedup 1 (exp(0)) everywhere: MAPE 1 at worst
+        if cfg.fork_term:  # after the initialization above, which would zero it
+            self.log_fork_cost = nn.Parameter(torch.tensor(math.log(FORK_COST)))
         if cfg.normalize:  # identity until set_input_stats; buffers, so saved and loaded with the weights
             self.register_buffer("in_mean", torch.zeros(cfg.comp_features))
             self.register_buffer("in_std", torch.ones(cfg.comp_features))
@@ -143,6 +163,15 @@ class CostModel(nn.Module):
     def forward(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:
         """Predicted speedups [B] (positive)."""
         return torch.exp(self.log_speedup(comps, structure))
+
+
+def with_forks(model: CostModel | Ensemble, log_speedup: torch.Tensor, trees: Sequence[Tree]) -> torch.Tensor:
+    """An anchored model's log speedups of `trees` with its fork term (module docstring), unchanged without one:
+    the time ratio exp(-log speedup) plus C x fork_load."""
+    if not model.cfg.fork_term:
+        return log_speedup
+    load = torch.tensor([fork_load(t) for t in trees], dtype=log_speedup.dtype, device=log_speedup.device)
+    return -torch.log(torch.exp(-log_speedup) + model.log_fork_cost.exp() * load)
 
 
 def mape(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -200,6 +229,8 @@ def predict_trees(model: CostModel, trees: Sequence[Tree]) -> np.ndarray:
         anchors = {id(t.anchor): t.anchor for t in trees}
         scored = dict(zip(anchors, _log_speedups(model, list(anchors.values())), strict=True))
         out = out - np.array([scored[id(t.anchor)] for t in trees])
+        with torch.no_grad():
+            out = with_forks(model, torch.from_numpy(out), trees).numpy()
     return np.exp(out)
 
 
@@ -231,10 +262,15 @@ class Ensemble(nn.Module):
             raise CostModelError("an ensemble needs at least one cost model")
         if len({m.cfg.comp_features for m in members}) > 1:
             raise CostModelError("the ensemble's members read different features: train them with one llmopt")
-        if len({m.cfg.anchored for m in members}) > 1:
-            raise CostModelError("an ensemble's members must be all anchored or all not")
+        if len({(m.cfg.anchored, m.cfg.fork_term) for m in members}) > 1:
+            raise CostModelError("an ensemble's members must be all anchored or all not, with a fork term or without")
         self.members = nn.ModuleList(members)
         self.cfg = members[0].cfg
+
+    @property
+    def log_fork_cost(self) -> torch.Tensor:
+        """The members' fork costs' geometric mean (the fork term reads one C)."""
+        return torch.stack([m.log_fork_cost for m in self.members]).mean()
 
     def log_speedup(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:
         return torch.stack([m.log_speedup(comps, structure) for m in self.members]).mean(0)

@@ -34,6 +34,10 @@ what a nest costs may carry a schedule's effect across programs better than one 
 Measured (docs/results/costmodel/README.md): on one machine's folders it lifts the order and costs magnitude; in
 the anchored pre-training on every folder (W = 0.1) it is within the seed spread.
 
+`--fork-term` (with `--anchored`): the answer's time ratio adds a learned cost per fork and join of a parallel
+region (`model.ModelConfig.fork_term`, `features.fork_load`): a parallel loop inside 500k iterations of other
+loops runs 0.01x, and a dozen such rows cannot teach the network that product.
+
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
 predict its speedups no better than answering 1.0x (MAPE 0.172 against 0.174 on the test programs' transformed
@@ -89,6 +93,7 @@ from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public an
     predict_trees,
     rank_loss,
     save_model,
+    with_forks,
 )
 from llmopt.poly.program import program_from_dict
 from llmopt.poly.schedule import Schedule, state
@@ -260,8 +265,17 @@ def _tensors(ds: Dataset, idx: list[int], device: str) -> tuple[torch.Tensor, to
 def batch_log_speedup(model: CostModel, ds: Dataset, idx: list[int], device: str) -> tuple[torch.Tensor, torch.Tensor]:
     """(predicted log speedups, measured speedups) of one batch (one program, one structure); an anchored
     model's scores less its program's untransformed tree's, so the gradient flows through both."""
-    log_pred, anchor, target = batch_scores(model, ds, idx, device)
-    return (log_pred if anchor is None else log_pred - anchor), target
+    scores, anchor, target = batch_scores(model, ds, idx, device)
+    return anchored_log_pred(model, ds, idx, scores, anchor), target
+
+
+def anchored_log_pred(model: CostModel, ds: Dataset, idx: list[int], scores: torch.Tensor,
+                      anchor: torch.Tensor | None) -> torch.Tensor:
+    """A batch's predicted log speedups from `batch_scores`: the scores, or less the anchor's and with the fork
+    term when the model has one (`model.with_forks`)."""
+    if anchor is None:
+        return scores
+    return with_forks(model, scores - anchor, [ds.trees[k] for k in idx])
 
 
 def batch_scores(model: CostModel, ds: Dataset, idx: list[int],
@@ -314,7 +328,7 @@ def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng
     center = float(np.median(ds.anchor_log_ms)) if cfg.absolute_weight else 0.0  # the head starts near 0
     for idx in batches(ds, cfg.batch_size, rng):
         scores_, anchor, target = batch_scores(model, ds, idx, cfg.device)
-        log_pred = scores_ if anchor is None else scores_ - anchor
+        log_pred = anchored_log_pred(model, ds, idx, scores_, anchor)
         error = mape(log_pred.exp(), target)
         order = torch.tensor([ds.order[k] for k in idx], device=cfg.device) if ds.order else None
         taught = ds.magnitude_mask(idx, cfg.device)
@@ -367,7 +381,7 @@ class Trainer:
         return {"epochs": self.cfg.epochs, "batch_size": self.cfg.batch_size, "max_lr": self.cfg.max_lr,
                 "seed": self.cfg.seed, "fractions": list(self.cfg.fractions),
                 # without the anchored flag when off, so checkpoints from before it still resume
-                "model": repr(self.cfg.model).replace(", anchored=False", ""),
+                "model": repr(self.cfg.model).replace(", anchored=False", "").replace(", fork_term=False", ""),
                 # absent when off, so checkpoints from before the option still resume
                 **({"rank_weight": self.cfg.rank_weight} if self.cfg.rank_weight else {}),
                 **({"weight_decay": self.cfg.weight_decay} if self.cfg.weight_decay != TrainConfig.weight_decay else {}),
@@ -586,13 +600,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--absolute-weight", type=float, default=0.0, metavar="W",
                    help="add W x the error of the anchored scores against minus the measured log times of each "
                         "schedule and its original (a second target every row holds; with --anchored)")
-    p.add_argument("--features", choices=tuple(FEATURE_SETS), default="traffic",
+    p.add_argument("--fork-term", action="store_true",
+                   help="with --anchored: add a learned cost per fork and join of a parallel region to the answer's "
+                        "time ratio (model.ModelConfig.fork_term)")
+    p.add_argument("--features", choices=tuple(FEATURE_SETS), default="parallel",
                    help="which computation features the model reads, for control runs: plain (before the compiler "
-                        "view), compiler (before the traffic view) or traffic (all; default)")
+                        "view), compiler (before the traffic view), traffic (before the parallel view) or parallel "
+                        "(all; default)")
     p.add_argument("--plain-features", dest="features", action="store_const", const="plain",
                    help="the same as --features plain")
     p.add_argument("--widen", action="store_true",
-                   help="with --init-from a model from before the compiler or traffic view: add the missing inputs "
+                   help="with --init-from a model from before the compiler, traffic or parallel view: add the missing inputs "
                         "with zero weights (it starts answering as the file does) and fine-tune them in")
     p.add_argument("--init-from", metavar="MODEL",
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
@@ -603,9 +621,12 @@ def parser() -> argparse.ArgumentParser:
 def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
     """(data, out, the training settings) of the command line."""
     if args.init_from and (args.tiny or args.dropout is not None or args.normalize
-                           or args.features != "traffic"):
+                           or args.features != "parallel"):
         raise UsageError("--init-from takes the architecture from the model file: drop --tiny, --dropout, --normalize "
                          "and --features/--plain-features")
+    if args.fork_term and not (args.anchored and args.features == "parallel"):
+        raise UsageError("--fork-term reads the parallel view and adds to an anchored answer: add --anchored "
+                         "(and keep --features parallel)")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
     test_share = 1.0 - sum(TrainConfig.fractions)  # fixed, so that every run tests on the same programs
@@ -626,6 +647,8 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
         cfg.model = dataclasses.replace(cfg.model, normalize=True)
     if args.anchored:
         cfg.model = dataclasses.replace(cfg.model, anchored=True)
+    if args.fork_term:
+        cfg.model = dataclasses.replace(cfg.model, fork_term=True)
     cfg.model = dataclasses.replace(cfg.model, comp_features=FEATURE_SETS[args.features])
     return args.data, args.out, cfg
 

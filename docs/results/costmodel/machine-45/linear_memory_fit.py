@@ -16,15 +16,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
 from llmopt.poly.costmodel.data import load_rows  # noqa: E402
-from llmopt.poly.costmodel.features import COMP_FEATURES, VIEW_FEATURES  # noqa: E402
+from llmopt.poly.costmodel.features import TRAFFIC_VIEW_FEATURES, VIEW_FEATURES  # noqa: E402
 from llmopt.poly.costmodel.train import TrainConfig, at_least, featurize_rows  # noqa: E402
 
 FOLDERS = ("data/poly-costmodel-fa56", "data/poly-costmodel-fa56-5ms", "data/poly-costmodel-fa56-inner")
 
 
 def design(ds) -> np.ndarray:
-    return np.array([np.append(t.comps.sum(0)[VIEW_FEATURES:COMP_FEATURES]
-                               - t.origin.comps.sum(0)[VIEW_FEATURES:COMP_FEATURES], 1.0) for t in ds.trees])
+    return np.array([np.append(t.comps.sum(0)[VIEW_FEATURES:TRAFFIC_VIEW_FEATURES]
+                               - t.origin.comps.sum(0)[VIEW_FEATURES:TRAFFIC_VIEW_FEATURES], 1.0) for t in ds.trees])
 
 
 def main() -> None:
