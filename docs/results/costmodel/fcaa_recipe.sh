@@ -2,6 +2,9 @@
 T="python -m llmopt.poly.costmodel.train"
 R="--anchored --normalize --dropout 0 --lr 1e-4 --loss mape --epochs 15 --min-baseline-ms 5 --threads 1"
 E="python -m llmopt.poly.costmodel.ensemble"
+# The runs before the fiftieth session read the features up to the traffic view: the default has been all of
+# them (with the parallel view) since.
+R0="$R --features traffic"
 
 # folder_at COMMIT: extracts data/poly-costmodel-fcaa-5ms as it was at COMMIT into /tmp/fcaa-COMMIT and prints the
 # folder's path, so that a session's runs see the data they were run on however much the folder has grown since.
@@ -11,11 +14,11 @@ folder_at() {
   echo /tmp/fcaa-$1/data/poly-costmodel-fcaa-5ms
 }
 
-# rebuild_pair DIR COMMIT: an earlier session's seeds 0 and 1 of the recipe (DIR/sc-s0, DIR/sc-s1) and their
+# rebuild_pair DIR COMMIT: an earlier session's seeds 0 and 1 of the recipe (R0) (DIR/sc-s0, DIR/sc-s1) and their
 # ensemble (DIR/sc-ens.pt) on the folder as of COMMIT, when DIR/sc-ens.pt is missing (a fresh machine).
 rebuild_pair() {
   [ -f $1/sc-ens.pt ] && return 0
   local old; old=$(folder_at $2)
-  for s in 0 1; do $T $old --out $1/sc-s$s $R --init-seed $s & done; wait
+  for s in 0 1; do $T $old --out $1/sc-s$s $R0 --init-seed $s & done; wait
   $E $1/sc-s0/costmodel.pt $1/sc-s1/costmodel.pt --out $1/sc-ens.pt
 }

@@ -10,13 +10,13 @@ T="python -m llmopt.poly.costmodel.train"
 for s in 0 1; do
   [ -f runs/s43/inner-s$s/costmodel.pt ] || $T data/poly-costmodel-fa56 data/poly-costmodel-fa56-5ms \
      data/poly-costmodel-fa56-inner --out runs/s43/inner-s$s --anchored --normalize --dropout 0 --lr 1e-4 \
-     --loss mape --epochs 15 --min-baseline-ms 5 --init-seed $s --threads 1
+     --loss mape --epochs 15 --min-baseline-ms 5 --init-seed $s --threads 1 --features traffic
 done
 for s in 0 1; do
   $T $D --out runs/s46/ft-s$s --init-from runs/s43/inner-s$s/costmodel.pt --epochs 10 --lr 3e-5 --loss mape \
      --min-baseline-ms 5 --threads 1
   $T $D --out runs/s46/sc-s$s --anchored --normalize --dropout 0 --lr 1e-4 --loss mape --epochs 15 \
-     --min-baseline-ms 5 --init-seed $s --threads 1
+     --min-baseline-ms 5 --init-seed $s --threads 1 --features traffic
 done
 $T $D --out runs/s46/fthi-s1 --init-from runs/s43/inner-s1/costmodel.pt --epochs 15 --lr 1e-4 --loss mape \
    --min-baseline-ms 5 --threads 1
@@ -29,7 +29,7 @@ python scripts/costmodel_compare.py $D runs/s43/inner-s0/costmodel.pt runs/s43/i
 # The learning curve on this machine: the same recipe on half the training share (49 of the 133 programs).
 for s in 0 1; do
   $T $D --out runs/s46/sc-half-s$s --anchored --normalize --dropout 0 --lr 1e-4 --loss mape --epochs 15 \
-     --min-baseline-ms 5 --init-seed $s --threads 1 --train-share 0.5
+     --min-baseline-ms 5 --init-seed $s --threads 1 --features traffic --train-share 0.5
 done
 python -m llmopt.poly.costmodel.ensemble runs/s46/sc-half-s0/costmodel.pt runs/s46/sc-half-s1/costmodel.pt --out runs/s46/sc-half-ens.pt
 python scripts/costmodel_compare.py $D runs/s46/sc-half-s0/costmodel.pt runs/s46/sc-half-s1/costmodel.pt \

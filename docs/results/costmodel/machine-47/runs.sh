@@ -9,7 +9,7 @@
 set -e
 D=data/poly-costmodel-fcaa-5ms
 T="python -m llmopt.poly.costmodel.train"
-R="--anchored --normalize --dropout 0 --lr 1e-4 --loss mape --epochs 15 --min-baseline-ms 5 --threads 1"
+R="--anchored --normalize --dropout 0 --lr 1e-4 --loss mape --epochs 15 --min-baseline-ms 5 --threads 1 --features traffic"  # the features of its time (the default reads more since)
 if [ ! -f runs/s46/sc-s1/costmodel.pt ]; then
   rm -rf /tmp/fcaa-acceca4 && mkdir -p /tmp/fcaa-acceca4
   git archive acceca4 $D | tar -x -C /tmp/fcaa-acceca4

@@ -7,7 +7,7 @@
 # models (runs/s48/sc-s*, trained on the folder as of 5600fdd; rebuilt first when missing) on the same held-out
 # programs.  Training times nothing, so any machine can rerun it.
 set -e
-# The recipe (T, R, E) and folder_at, rebuild_pair.
+# The recipe (T, R0: R before the parallel view, E) and folder_at, rebuild_pair.
 source "$(dirname "$0")/../fcaa_recipe.sh"
 rebuild_pair runs/s48 5600fdd
 D=$(folder_at 202c7f0)
@@ -16,9 +16,9 @@ for m in sc-s0 sc-s1 v05-s0 v05-s1; do
   mkdir -p runs/s49/$m; [ -f runs/s49/$m/features.pkl ] || cp runs/s48/sc-s0/features.pkl runs/s49/$m/
 done
 # Two runs side by side (one thread each on the 2-core machine); the epoch lines kept for the learning curves.
-for s in 0 1; do $T $D --out runs/s49/sc-s$s $R --init-seed $s > runs/s49/sc-s$s.log 2>&1 & done; wait
+for s in 0 1; do $T $D --out runs/s49/sc-s$s $R0 --init-seed $s > runs/s49/sc-s$s.log 2>&1 & done; wait
 for s in 0 1; do
-  $T $D --out runs/s49/v05-s$s $R --validation-share 0.05 --init-seed $s > runs/s49/v05-s$s.log 2>&1 &
+  $T $D --out runs/s49/v05-s$s $R0 --validation-share 0.05 --init-seed $s > runs/s49/v05-s$s.log 2>&1 &
 done; wait
 $E runs/s49/sc-s0/costmodel.pt runs/s49/sc-s1/costmodel.pt --out runs/s49/sc-ens.pt
 $E runs/s49/v05-s0/costmodel.pt runs/s49/v05-s1/costmodel.pt --out runs/s49/v05-ens.pt
