@@ -5,7 +5,9 @@ features tag the parallel loop and give every loop's extent, but not that produc
 featurized tree (a training run's features cache, `train`'s OUT/features.pkl, or featurizes afresh) and buckets the
 rows by log2 of the product of (1 + trips) of the loops enclosing the first parallel loop (the features' squashed
 extents, so a little above the entries; the largest over the row's computations; "none" without a parallel loop), with each bucket's median speedup and its rows under 0.25x
-and 0.05x.
+and 0.05x.  "fork_load" buckets the same rows by `features.fork_load` (the parallel view's forks per iteration of
+the untransformed program, what the fork term multiplies) with each bucket's median of (1/speedup - 1) / load:
+the fork cost C that bucket implies, were the rest of the time unchanged.
 
     python scripts/costmodel_fork_count.py data/poly-costmodel-fcaa-5ms --cache runs/s49/sc-s0/features.pkl
 """
@@ -28,10 +30,12 @@ from llmopt.poly.costmodel.features import (  # noqa: E402
     LOOP_PARALLEL,
     LOOP_PRESENT,
     MAX_LOOPS,
+    fork_load,
 )
 from llmopt.poly.costmodel.train import TrainConfig, featurize_rows  # noqa: E402
 
 BUCKETS = ((0, 1), (1, 8), (8, 14), (14, float("inf")))  # log2 of the forks
+LOAD_BUCKETS = ((0, 1e-4), (1e-4, 1e-3), (1e-3, 1e-2), (1e-2, 1e-1), (1e-1, float("inf")))  # forks per iteration
 
 
 def log2_forks(comps: np.ndarray) -> float | None:
@@ -62,12 +66,26 @@ def main() -> int:
     out = {}
     for name, sel in [("none", [f is None for f in forks])] + [
             (f"[{lo}, {hi})", [f is not None and lo <= f < hi for f in forks]) for lo, hi in BUCKETS]:
-        part = y[np.asarray(sel, dtype=bool)]
-        if len(part):
-            out[name] = {"rows": int(len(part)), "median_speedup": round(float(np.median(part)), 3),
-                         "under_0.25x": int((part < 0.25).sum()), "under_0.05x": int((part < 0.05).sum())}
-    print(json.dumps({"rows": int(len(y)), "log2_forks": out}, indent=1))
+        if (row := bucket(y, np.asarray(sel, dtype=bool))) is not None:
+            out[name] = row
+    load = np.array([fork_load(t) for t in sets.trees])
+    by_load = {}
+    for name, sel in [("none", load == 0)] + [(f"[{lo:g}, {hi:g})", (load > 0) & (load >= lo) & (load < hi))
+                                              for lo, hi in LOAD_BUCKETS]:
+        if (row := bucket(y, sel)) is not None:
+            by_load[name] = row if name == "none" else {
+                **row, "median_implied_C": round(float(np.median((1.0 / y[sel] - 1.0) / load[sel])), 1)}
+    print(json.dumps({"rows": int(len(y)), "log2_forks": out, "fork_load": by_load}, indent=1))
     return 0
+
+
+def bucket(y: np.ndarray, sel: np.ndarray) -> dict | None:
+    """The rows, median speedup and rows under 0.25x and 0.05x of the speedups `y[sel]`; None when there are none."""
+    part = y[sel]
+    if not len(part):
+        return None
+    return {"rows": int(len(part)), "median_speedup": round(float(np.median(part)), 3),
+            "under_0.25x": int((part < 0.25).sum()), "under_0.05x": int((part < 0.05).sum())}
 
 
 if __name__ == "__main__":

@@ -357,3 +357,6 @@ def test_costmodel_fork_count_reads_the_trips_around_the_first_parallel_loop():
     inner = np.asarray(featurize(prog, Schedule((Parallel("S0", 1),))).comps)
     assert fc.log2_forks(inner) == pytest.approx(np.log2(prog.params["NI"] + 1), rel=1e-5)
     assert fc.log2_forks(np.asarray(featurize(prog, Schedule()).comps)) is None
+    assert fc.bucket(np.array([0.01, 0.2, 1.0]), np.array([True, True, False])) == {
+        "rows": 2, "median_speedup": 0.105, "under_0.25x": 2, "under_0.05x": 1}
+    assert fc.bucket(np.array([1.0]), np.array([False])) is None

@@ -412,12 +412,19 @@ def fork_load(tree: Tree) -> float:
     product of their loops' extents: that tree has no tiles).  A fork and join costs about a thousand loop
     iterations on our machines (docs/results/costmodel/, fiftieth session), so a load near 1e-3 is a 2x
     slowdown and near 1e-1 a 100x one (`model.ModelConfig.fork_term`)."""
-    forks = [2.0 ** (16.0 * c[TRAFFIC_VIEW_FEATURES + 1]) - 1.0 for c in tree.comps if c[TRAFFIC_VIEW_FEATURES] > 0.5]
-    if not forks:
+    tag, forks = TRAFFIC_VIEW_FEATURES, TRAFFIC_VIEW_FEATURES + PARALLEL_NAMES.index("forks")
+    entered = [_unsquash(c[forks]) for c in tree.comps if c[tag] > 0.5]
+    if not entered:
         return 0.0
-    loops = tree.anchor.comps[:, : MAX_LOOPS * LOOP_FEATURES].reshape(len(tree.anchor.comps), MAX_LOOPS, LOOP_FEATURES)
-    extents = np.where(loops[..., LOOP_PRESENT] > 0.5, 2.0 ** (16.0 * loops[..., LOOP_EXTENT].astype(np.float64)) - 1.0, 1.0)
-    return float(sum(forks) / max(extents.prod(axis=1).sum(), 1.0))
+    origin = tree.anchor.comps
+    loops = origin[:, : MAX_LOOPS * LOOP_FEATURES].reshape(len(origin), MAX_LOOPS, LOOP_FEATURES)
+    extents = np.where(loops[..., LOOP_PRESENT] > 0.5, _unsquash(loops[..., LOOP_EXTENT]), 1.0)
+    return float(sum(entered) / max(extents.prod(axis=1).sum(), 1.0))
+
+
+def _unsquash(x):
+    """The inverse of `squash` for non-negative values (in float64: extents reach 2^22)."""
+    return 2.0 ** (16.0 * np.asarray(x, dtype=np.float64)) - 1.0
 
 
 def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], Tree]:
