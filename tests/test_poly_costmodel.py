@@ -674,13 +674,16 @@ def test_training_on_several_folders_uses_every_row(data_dir, tmp_path):
 
 
 def test_the_features_option_picks_how_many_leading_features_a_model_reads():
-    from llmopt.poly.costmodel.features import PLAIN_FEATURES, VIEW_FEATURES
+    from llmopt.poly.costmodel.features import PARALLEL_VIEW_FEATURES, PLAIN_FEATURES, VIEW_FEATURES
     from llmopt.poly.costmodel.train import _config, parser
 
     def read(*flags):
         return _config(parser().parse_args(["data/x", *flags]))[2].model.comp_features
 
-    assert read() == COMP_FEATURES
+    assert read() == PARALLEL_VIEW_FEATURES and read("--features", "memory") == COMP_FEATURES
+    assert read("--features", "memory", "--anchored", "--fork-term") == COMP_FEATURES  # the fork term reads a prefix
+    with pytest.raises(UsageError, match="--fork-term"):
+        read("--features", "traffic", "--anchored", "--fork-term")
     assert read("--features", "compiler") == VIEW_FEATURES and read("--plain-features") == PLAIN_FEATURES
     with pytest.raises(UsageError, match="--init-from"):
         read("--features", "compiler", "--init-from", "model.pt")
@@ -1196,6 +1199,55 @@ def test_the_traffic_view_counts_cache_lines_and_working_sets():
     assert view(benchmark("heat2d", small=True), Schedule(), 0)["inner_lines"] == pytest.approx(8 / 64)
 
 
+def _redundant_time_loop():
+    """`B[i] = 0.8 * A[i] + 0.1` repeated over 7 trips of t (random-9184's S0, smaller): two 2 MiB streams."""
+    return program_from_dict({
+        "name": "time-loop", "params": {"N0": 262144, "T": 7},
+        "tensors": {"A": {"type": "double", "shape": ["N0"]}, "B": {"type": "double", "shape": ["N0"]}},
+        "statements": [{"name": "S0", "iterators": ["t", "i"], "domain": "0 <= t < T and 1 <= i < N0 - 1",
+                        "body": "B[i] = 0.8 * A[i] + 0.1", "shares": 0}]})
+
+
+def test_the_memory_view_counts_what_each_cache_brings_in():
+    """Worked by hand on `_redundant_time_loop` (4 MiB of lines in all: two streams of 32,768 lines): as
+    written, the i loop's run fits no cache below L3 (32 MiB), so L1 and L2 bring it in 7 times (28 MiB) and L3
+    once.  Interchanged, t innermost touches 2 lines, which the next i finds still there: 4 MiB everywhere.
+    Tiled (4, 512), the point loops' 8 KiB fits L1 and L2, so the i-tile loop's run (4 MiB) comes in once per
+    t tile (2 of them): 8 MiB.  Reversing the tile or the point loop changes none of it."""
+    from llmopt.poly.costmodel.features import MEMORY_NAMES, PARALLEL_VIEW_FEATURES
+    from llmopt.poly.schedule import Interchange, Reversal
+
+    prog, mib = _redundant_time_loop(), float(1 << 20)
+
+    def view(*steps):
+        comps = featurize(prog, Schedule(steps)).comps
+        return [(2 ** (16 * float(comps[0, PARALLEL_VIEW_FEATURES + c])) - 1) / mib for c in range(len(MEMORY_NAMES))]
+
+    assert view() == pytest.approx([28, 28, 4], rel=1e-4)
+    assert view(Interchange("S0", 0)) == pytest.approx([4, 4, 4], rel=1e-4)
+    tiled = (Tile("S0", 0, (4, 512)),)
+    assert view(*tiled) == pytest.approx([8, 8, 4], rel=1e-4)
+    assert view(*tiled, Reversal("S0", 1)) == view(*tiled, Reversal("S0", 3)) == view(*tiled)
+
+
+def test_loop_flags_know_a_reversed_tile_loop():
+    """Reversal wraps a loop in `-(...)`: a reversed tile loop is still a tile loop of its size, running its
+    row backwards, and a reversed point loop still a point loop (the agent's state and the cost model's
+    trips read these flags)."""
+    from llmopt.poly.agent.state import loop_flags
+    from llmopt.poly.schedule import Reversal
+
+    prog = _redundant_time_loop()
+    tiled = (Tile("S0", 0, (4, 512)),)
+    plain = loop_flags(prog, "S0", state(prog, Schedule(tiled))["S0"])
+    tile = loop_flags(prog, "S0", state(prog, Schedule((*tiled, Reversal("S0", 1))))["S0"])
+    point = loop_flags(prog, "S0", state(prog, Schedule((*tiled, Reversal("S0", 3))))["S0"])
+    assert [f["tile"] for f in tile] == [f["tile"] for f in plain] == [4, 512, 0, 0]
+    assert [f["point"] for f in tile] == [f["point"] for f in point] == [False, False, True, True]
+    assert tile[1]["row"][:2] == [0.0, -1.0] and tile[1]["reversed"] and not plain[1]["reversed"]
+    assert point[3]["row"][:2] == [0.0, -1.0] and point[3]["reversed"]
+
+
 def test_the_parallel_view_counts_forks_where_emit_puts_the_pragma():
     """gemm (small: NI 18, NJ 20, NK 22) worked by hand: its k loop made parallel forks once per (i, j), 360
     times, 22 trips each; the i loop once, sharing out all of S1's 7,920 iterations; a serial schedule has no
@@ -1241,7 +1293,7 @@ def test_the_parallel_view_agrees_with_the_emitted_pragmas():
              {"kind": "interchange", "stmt": "S0", "level": 1, "other": 2},
              {"kind": "interchange", "stmt": "S0", "level": 2, "other": 3},
              {"kind": "reversal", "stmt": "S0", "level": 3}]
-    for steps in (tiled, tiled[:2], tiled[:1], [{"kind": "parallelization", "stmt": "S0", "level": 0}]):
+    for steps in (tiled, tiled[:4], tiled[:2], tiled[:1], [{"kind": "parallelization", "stmt": "S0", "level": 0}]):
         schedule = Schedule.from_list(steps)
         emitted = "omp parallel for" in loop_nest(prog, state(prog, schedule))
         assert featurize(prog, schedule).comps[0, TRAFFIC_VIEW_FEATURES] == float(emitted), steps

@@ -72,6 +72,7 @@ COMP_FOCUS = N_TYPES + LOOP_F + 6  # column of a computation's focus tag
 COMP_WORK = N_TYPES + LOOP_F + COMP_F - WORK_F  # columns of a computation's instances and work share
 
 _FLOOR = re.compile(r"^floor\(\((.*)\)/(\d+)\)$")
+_NEGATED = re.compile(r"^-\((.*)\)$")  # a reversed loop (`schedule.Reversal`)
 _memo: dict[tuple, object] = {}  # program-only facts (access matrices, bounds), keyed by program hash
 
 
@@ -189,18 +190,38 @@ def _work_features(prog: Program, names) -> list[float]:
     return [squash(sum(stmts[n][0] for n in names)), sum(stmts[n][1] for n in names)]
 
 
+def _unsigned(expr: str) -> str:
+    """`expr` without the negations reversal wrapped it in (`-(e)`)."""
+    while (m := _NEGATED.match(expr)) is not None:
+        expr = m[1]
+    return expr
+
+
+def _loop_part(expr: str) -> tuple[str, int, int]:
+    """(what the loop runs, tile size or 0, sign) of one loop expression: a tile loop `floor((e)/size)` runs e in
+    steps of size, reversed (-1) when reversal wrapped it in `-(...)`; any other loop keeps its whole expression,
+    whose affine row carries the sign."""
+    body, sign = expr, 1
+    while (m := _NEGATED.match(body)) is not None:
+        body, sign = m[1], -sign
+    if (m := _FLOOR.match(body)) is not None:
+        return m[1], int(m[2]), sign
+    return expr, 0, 1
+
+
 def loop_flags(prog: Program, name: str, s: StmtSchedule) -> list[dict]:
     """Per level of statement `name`: its affine row and what was done to it (tile, interchange...)."""
     stmt = prog.statement(name)
-    parts = [(m[1], int(m[2])) if (m := _FLOOR.match(e)) else (e, 0) for e in s.loops]
-    points = [inner for inner, size in parts if not size]
+    parts = [_loop_part(e) for e in s.loops]
+    points = [_unsigned(inner) for inner, size, _ in parts if not size]
     out = []
-    for level, (inner, size) in enumerate(parts):
+    for level, (inner, size, sign) in enumerate(parts):
         row = _memoized(("row", prog.hash(), name, inner), lambda inner=inner: _affine_row(prog, stmt, inner))
-        coef = row[:MAX_ITERS]
+        coef = [sign * c + 0.0 for c in row[:MAX_ITERS]]  # + 0.0: no -0.0
         own = next((stmt.iterators.index(w) for w in re.findall(r"[A-Za-z_]\w*", inner) if w in stmt.iterators), 0)
         rank = points.index(inner) if inner in points else own
-        out.append({"row": coef, "tile": size, "point": not size and any(p == inner and z for p, z in parts),
+        out.append({"row": coef, "tile": size,
+                    "point": not size and any(_unsigned(p) == _unsigned(inner) and z for p, z, _ in parts),
                     "interchanged": own != rank, "skewed": sum(c != 0 for c in coef) > 1,
                     "reversed": own < MAX_ITERS and coef[own] < 0,
                     "parallel": level in s.parallel, "unroll": s.unroll if level == s.depth - 1 else 1})

@@ -44,6 +44,10 @@ A computation vector (`COMP_FEATURES` floats) is, in order:
   tags the parallel loop and gives each extent but not their product): whether the computation runs in an
   `omp parallel for`, how many times that region is entered, its trips and the iterations one entry runs
   (`_parallel_vector`, `PARALLEL_NAMES`).
+- memory view (not in the paper; added because the largest speedups the network under-reached were tilings
+  that keep a stream in cache across an outer loop, 3-5x: the traffic view gives each level's working set but
+  not how often it is brought in again): for each cache level (L1, L2, L3: `CACHE_BYTES`), the bytes one run
+  of the nest brings into it by a reuse-distance estimate (`_memory_vector`, `MEMORY_NAMES`).
 
 Numbers with a large range (bounds, extents, factors, counts) are log-transformed the way the paper
 asks (`llmopt.poly.agent.state.squash`: sign * log2(1 + |x|) / 16); tags are 0/1.  The access
@@ -89,7 +93,8 @@ LOOP_PRESENT, LOOP_EXTENT, LOOP_PARALLEL = 0, 3, 9  # offsets in one loop's bloc
 ACCESS_FEATURES = MATRIX + 3 + MAX_RANK
 OP_FEATURES = 10
 # Bump when a feature's meaning changes without changing COMP_FEATURES (cached trees become stale).
-FEATURE_LAYOUT = 3  # 2: trees carry their program's untransformed tree (`Tree.origin`); 3: the parallel view
+FEATURE_LAYOUT = 4  # 2: trees carry their program's untransformed tree (`Tree.origin`); 3: the parallel view;
+# 4: the memory view
 STRIDE_LOOPS = 2  # innermost and second-innermost loop
 LOCALITY_FEATURES = MAX_ACCESSES * STRIDE_LOOPS
 COMPILER_NAMES = ("inner_trips", "inner_unrolled_size", "inner_unrolled", "unrolled_loops", "vector_loop",
@@ -101,18 +106,25 @@ TRAFFIC_NAMES = ("inner_lines", "inner_pages", "footprint_1", "footprint_2", "fo
 TRAFFIC_FEATURES = len(TRAFFIC_NAMES)
 PARALLEL_NAMES = ("parallel", "forks", "parallel_trips", "fork_iterations")  # `_parallel_vector`
 PARALLEL_FEATURES = len(PARALLEL_NAMES)
+MEMORY_NAMES = ("l1_fill", "l2_fill", "l3_fill")  # `_memory_vector`
+MEMORY_FEATURES = len(MEMORY_NAMES)
 # Models trained before the compiler view read this many leading features (`model.CostModel` slices), those
 # trained before the traffic view the first VIEW_FEATURES, those before the parallel view the first
-# TRAFFIC_VIEW_FEATURES: a model reads one of FEATURE_SETS (by the name `train --features` gives it).
+# TRAFFIC_VIEW_FEATURES, those before the memory view the first PARALLEL_VIEW_FEATURES: a model reads one of
+# FEATURE_SETS (by the name `train --features` gives it).
 PLAIN_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES + LOCALITY_FEATURES
 VIEW_FEATURES = PLAIN_FEATURES + COMPILER_FEATURES
 TRAFFIC_VIEW_FEATURES = VIEW_FEATURES + TRAFFIC_FEATURES
-COMP_FEATURES = TRAFFIC_VIEW_FEATURES + PARALLEL_FEATURES
+PARALLEL_VIEW_FEATURES = TRAFFIC_VIEW_FEATURES + PARALLEL_FEATURES
+COMP_FEATURES = PARALLEL_VIEW_FEATURES + MEMORY_FEATURES
 FEATURE_SETS = {"plain": PLAIN_FEATURES, "compiler": VIEW_FEATURES, "traffic": TRAFFIC_VIEW_FEATURES,
-                "parallel": COMP_FEATURES}
+                "parallel": PARALLEL_VIEW_FEATURES, "memory": COMP_FEATURES}
 FEATURE_COUNTS = tuple(FEATURE_SETS.values())
 LINE_BYTES = 64  # a cache line
 PAGE_BYTES = 4096  # a page: what a TLB entry maps
+# L1d, L2 (per core) and L3 capacities of the machines our data was measured on (AMD EPYC: `lscpu`); constants,
+# not read at run time, so that a program's features are the same on every machine.
+CACHE_BYTES = (32 << 10, 1 << 20, 32 << 20)
 # LLVM's full-unroll size budget at -O3 (LoopUnrollPass's aggressive threshold): a loop with a constant trip
 # count whose unrolled size (trips x loop size) fits is unrolled away.  Our loop size is an estimate
 # (`_iteration_size`); scripts/costmodel_unroll_check.py measures how often it agrees with clang's remarks.
@@ -342,8 +354,9 @@ def _level_trips(prog: Program, st: State, name: str, levels: list[dict]) -> lis
     for level, flags in enumerate(levels):
         lo, hi = loop_bounds(prog, _loop_members(st, name, level), level, st)
         trips = hi - lo + 1
-        if flags["point"]:  # its tile loop reads the same affine row, floored by the tile size
-            sizes = [f["tile"] for f in levels[:level] if f["tile"] and f["row"] == flags["row"]]
+        if flags["point"]:  # its tile loop reads the same affine row (or its negation: either was reversed)
+            mine = (flags["row"], [-x + 0.0 for x in flags["row"]])
+            sizes = [f["tile"] for f in levels[:level] if f["tile"] and f["row"] in mine]
             trips = min(trips, sizes[-1]) if sizes else trips
         out.append(max(trips, 1))
     return out
@@ -363,6 +376,20 @@ def _blocks(strides: list[float], trips: list[int], elem: int, unit: int) -> flo
     return blocks * math.ceil(span / unit)
 
 
+def _steps(levels: list[dict], accesses: list[tuple[list[float], int]]) -> list[list[float]]:
+    """[level][access]: the element offset one iteration of each loop moves each access by; a tile loop's row is
+    its point loop's, and one of its steps moves a whole tile."""
+    return [[x * max(flags["tile"], 1) for x in _strides_along(flags["row"], [m for m, _ in accesses])]
+            for flags in levels]
+
+
+def _spans(along: list[list[float]], trips: list[int], accesses: list[tuple[list[float], int]]) -> list[float]:
+    """[first]: the bytes of cache lines the loops from level `first` inwards touch in one run of them."""
+    depth = len(along)
+    return [LINE_BYTES * sum(_blocks([along[lv][a] for lv in range(first, depth)], trips[first:], elem, LINE_BYTES)
+                             for a, (_, elem) in enumerate(accesses)) for first in range(depth)]
+
+
 def _traffic_vector(levels: list[dict], trips: list[int], accesses: list[tuple[list[float], int]]) -> list[float]:
     """The traffic view of one computation (`TRAFFIC_NAMES`; module docstring) from its `loop_flags`, each
     loop's trips (`_level_trips`) and its distinct accesses (element offset per original iterator,
@@ -370,30 +397,52 @@ def _traffic_vector(levels: list[dict], trips: list[int], accesses: list[tuple[l
     run touches, and bytes of cache lines under the innermost 1, 2, 3 loops and the whole nest."""
     if not levels:
         return [0.0] * TRAFFIC_FEATURES
-    depth = len(levels)
-    # [level][access]; a tile loop's row is its point loop's, and one of its steps moves a whole tile
-    along = [[x * max(flags["tile"], 1) for x in _strides_along(flags["row"], [m for m, _ in accesses])]
-             for flags in levels]
-
-    def touched(first: int, unit: int) -> float:
-        return sum(_blocks([along[lv][a] for lv in range(first, depth)], trips[first:], elem, unit)
-                   for a, (_, elem) in enumerate(accesses))
-
+    depth, along = len(levels), _steps(levels, accesses)
+    spans = _spans(along, trips, accesses)
+    pages = sum(_blocks([along[-1][a]], trips[-1:], elem, PAGE_BYTES) for a, (_, elem) in enumerate(accesses))
     lines = sum(min(1.0, along[-1][a] * elem / LINE_BYTES) for a, (_, elem) in enumerate(accesses))
-    return [lines, squash(touched(depth - 1, PAGE_BYTES))] + [
-        squash(LINE_BYTES * touched(max(depth - k, 0), LINE_BYTES)) for k in (1, 2, 3, depth)]
+    return [lines, squash(pages)] + [squash(spans[max(depth - k, 0)]) for k in (1, 2, 3, depth)]
+
+
+def _memory_vector(levels: list[dict], trips: list[int], accesses: list[tuple[list[float], int]]) -> list[float]:
+    """The memory view of one computation (`MEMORY_NAMES`; module docstring), from what `_traffic_vector` reads:
+    for each cache of CACHE_BYTES, the bytes one run of the whole nest brings into it, by reuse distance (LRU,
+    no conflict misses).  When the run of the loop at level f touches no more lines than the cache holds, one
+    iteration of the loop around it finds the lines of the iteration before still there, so that loop's run
+    brings each of its lines in once, and again on every iteration of the loops around it; take the outermost
+    such f.  When not even the innermost loop's run fits, its lines are brought in on every run."""
+    if not levels:
+        return [0.0] * MEMORY_FEATURES
+    depth, spans = len(levels), _spans(_steps(levels, accesses), trips, accesses)
+    out = []
+    for cap in CACHE_BYTES:
+        fits = next((f for f in range(depth) if spans[f] <= cap), None)
+        first = depth - 1 if fits is None else max(fits - 1, 0)
+        out.append(squash(spans[first] * math.prod(trips[:first])))
+    return out
 
 
 def _parallel_level(st: State, name: str, levels: list[dict]) -> int | None:
     """The level of the loop that runs computation `name` under `omp parallel for`, as `emit` decides it: the
-    outermost of its parallel loops whose statements are all parallel there and that runs an iterator (a level
-    whose affine row is zero is a constant, printed as no loop or a degenerate one, without the pragma); None
+    outermost of its parallel loops whose statements are all parallel there and that runs an iterator
+    (`_runs_iterator`: isl prints a constant level as no loop or a degenerate one, without the pragma); None
     when it runs serially."""
     for level, flags in enumerate(levels):
-        if (flags["parallel"] and any(flags["row"])
+        if (flags["parallel"] and _runs_iterator(levels, level)
                 and all(level in st[n].parallel for n in _loop_members(st, name, level))):
             return level
     return None
+
+
+def _runs_iterator(levels: list[dict], level: int) -> bool:
+    """Whether the loop at `level` runs values of its own: not when its affine row is zero (a constant level),
+    nor when it is a tile loop moved inside its own point loop (whose value then fixes the tile's: isl prints
+    no loop for it)."""
+    row = levels[level]["row"]
+    if not any(row):
+        return False
+    mine = (row, [-x + 0.0 for x in row])
+    return not (levels[level]["tile"] and any(not f["tile"] and f["row"] in mine for f in levels[:level]))
 
 
 def _parallel_vector(level: int | None, trips: list[int]) -> list[float]:
@@ -459,7 +508,8 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
         trips = _level_trips(prog, st, name, levels)
         return (_compiler_vector(prog, st, name, levels, maps[k], lambda n: _size(st, n),
                                  lambda names, level: _carries(st, sched, names, level))
-                + _traffic_vector(levels, trips, streams[k]) + _parallel_vector(_parallel_level(st, name, levels), trips))
+                + _traffic_vector(levels, trips, streams[k]) + _parallel_vector(_parallel_level(st, name, levels), trips)
+                + _memory_vector(levels, trips, streams[k]))
 
     def _size(st: State, n: str) -> float:
         row = loop_flags(prog, n, st[n])[-1]["row"]

@@ -624,9 +624,9 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
                            or args.features != "parallel"):
         raise UsageError("--init-from takes the architecture from the model file: drop --tiny, --dropout, --normalize "
                          "and --features/--plain-features")
-    if args.fork_term and not (args.anchored and args.features == "parallel"):
+    if args.fork_term and not (args.anchored and FEATURE_SETS[args.features] >= FEATURE_SETS["parallel"]):
         raise UsageError("--fork-term reads the parallel view and adds to an anchored answer: add --anchored "
-                         "(and keep --features parallel)")
+                         "(and --features parallel or memory)")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
     test_share = 1.0 - sum(TrainConfig.fractions)  # fixed, so that every run tests on the same programs
