@@ -1213,9 +1213,15 @@ def test_the_memory_view_counts_what_each_cache_brings_in():
     written, the i loop's run fits no cache below L3 (32 MiB), so L1 and L2 bring it in 7 times (28 MiB) and L3
     once.  Interchanged, t innermost touches 2 lines, which the next i finds still there: 4 MiB everywhere.
     Tiled (4, 512), the point loops' 8 KiB fits L1 and L2, so the i-tile loop's run (4 MiB) comes in once per
-    t tile (2 of them): 8 MiB.  Reversing the tile or the point loop changes none of it."""
-    from llmopt.poly.costmodel.features import MEMORY_NAMES, PARALLEL_VIEW_FEATURES
-    from llmopt.poly.schedule import Interchange, Reversal
+    t tile (2 of them): 8 MiB.  Reversing the tile or the point loop changes none of it.  (The parallel view
+    reads the same trips.)"""
+    from llmopt.poly.costmodel.features import (
+        MEMORY_NAMES,
+        PARALLEL_NAMES,
+        PARALLEL_VIEW_FEATURES,
+        TRAFFIC_VIEW_FEATURES,
+    )
+    from llmopt.poly.schedule import Interchange, Reversal, Skew
 
     prog, mib = _redundant_time_loop(), float(1 << 20)
 
@@ -1228,6 +1234,38 @@ def test_the_memory_view_counts_what_each_cache_brings_in():
     tiled = (Tile("S0", 0, (4, 512)),)
     assert view(*tiled) == pytest.approx([8, 8, 4], rel=1e-4)
     assert view(*tiled, Reversal("S0", 1)) == view(*tiled, Reversal("S0", 3)) == view(*tiled)
+    # skewed by the i tile loop, `(t) + 1 * (floor((i)/512))` is still a point loop of at most 4 trips (not the
+    # 518 of its bounds): a parallel i point loop inside it forks 2 x 512 x 4 times
+    skewed = featurize(prog, Schedule((*tiled, Skew("S0", 1), Parallel("S0", 3)))).comps
+    assert state(prog, Schedule((*tiled, Skew("S0", 1))))["S0"].loops[2] == "(t) + 1 * (floor((i)/512))"
+    forks = 2 ** (16 * float(skewed[0, TRAFFIC_VIEW_FEATURES + PARALLEL_NAMES.index("forks")])) - 1
+    assert forks == pytest.approx(2 * 512 * 4, rel=1e-4)
+
+
+def test_strides_follow_the_step_of_a_skewed_loop():
+    """Skewed, j' = j + i runs innermost: one of its steps moves j alone, so `B[i][j] = 0.5 * A[i][j]` still
+    streams (8 bytes a step; the affine row [1, 1] read as the step would say a row and a column, N + 1
+    elements), a step of i with j' fixed moves back a column (N - 1 elements, not N), and one run of j' still
+    touches one row of each array."""
+    from llmopt.poly.agent.state import squash
+    from llmopt.poly.costmodel.features import LOCALITY_FEATURES, PLAIN_FEATURES, TRAFFIC_NAMES, VIEW_FEATURES
+    from llmopt.poly.schedule import Skew
+
+    n = 512
+    prog = program_from_dict({
+        "name": "copy", "params": {"N0": n},
+        "tensors": {"A": {"type": "double", "shape": ["N0", "N0"]}, "B": {"type": "double", "shape": ["N0", "N0"]}},
+        "statements": [{"name": "S0", "iterators": ["i", "j"], "domain": "0 <= i < N0 and 0 <= j < N0",
+                        "body": "B[i][j] = 0.5 * A[i][j]", "shares": 0}]})
+    plain, skewed = (featurize(prog, Schedule(steps)).comps[0] for steps in ((), (Skew("S0", 0, 1),)))
+    lines, locality = VIEW_FEATURES + TRAFFIC_NAMES.index("inner_lines"), PLAIN_FEATURES - LOCALITY_FEATURES
+    assert skewed[lines] == plain[lines] == pytest.approx(2 * 8 / 64)
+    # one entry of j' runs N values (its bounds over all i span 2N - 1): a row of each array, 4 KiB
+    footprint = VIEW_FEATURES + TRAFFIC_NAMES.index("footprint_1")
+    assert skewed[footprint] == plain[footprint] == pytest.approx(squash(2 * 8 * n))
+    # the write's stride along the innermost and the second-innermost loop
+    assert list(plain[locality: locality + 2]) == pytest.approx([squash(1), squash(n)])
+    assert list(skewed[locality: locality + 2]) == pytest.approx([squash(1), squash(n - 1)])
 
 
 def test_loop_flags_know_a_reversed_tile_loop():
@@ -1273,6 +1311,9 @@ def test_the_parallel_view_counts_forks_where_emit_puts_the_pragma():
     shared = Schedule((Parallel("S0", 1),))
     assert loop_nest(gemm, state(gemm, shared)).count("omp parallel for") == 1
     assert unsquashed(view(gemm, shared, 1)) == [1.0, 18, 20, 20 * 22]
+    # tiled by 10, a point loop runs its range over the tiles: 18 values of i in 2 tiles, 9 a tile (not 10)
+    tiled = Schedule((Tile("S1", 0, (10, 10)), Parallel("S1", 2)))
+    assert unsquashed(view(gemm, tiled, 1)) == [1.0, 2 * 2, 9, 9 * 10 * 22]
 
 
 def test_the_parallel_view_agrees_with_the_emitted_pragmas():

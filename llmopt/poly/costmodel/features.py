@@ -24,8 +24,9 @@ A computation vector (`COMP_FEATURES` floats) is, in order:
 - locality vector (not in the paper; added because our data is ~100x smaller than Tiramisu's and a
   loop interchange that turns a unit stride into a row stride is the commonest 10-80x slowdown in
   it): for each access of the assignment vector, the element stride (row-major) of one step of the
-  innermost and of the second-innermost loop of the *transformed* schedule, from the loop's affine
-  row and the access matrix (0: the access does not move with that loop).
+  innermost and of the second-innermost loop of the *transformed* schedule, from the loop's step (how
+  one of its iterations moves the original iterators, `_loop_steps`: its affine row unless skewed) and
+  the access matrix (0: the access does not move with that loop).  Every stride below reads steps too.
 
 - compiler view (not in the paper; added because LLVM's own decisions make the largest swings in our
   data: a time loop interchanged innermost runs 8.6x faster with 7 trips, which clang unrolls away and
@@ -93,8 +94,9 @@ LOOP_PRESENT, LOOP_EXTENT, LOOP_PARALLEL = 0, 3, 9  # offsets in one loop's bloc
 ACCESS_FEATURES = MATRIX + 3 + MAX_RANK
 OP_FEATURES = 10
 # Bump when a feature's meaning changes without changing COMP_FEATURES (cached trees become stale).
-FEATURE_LAYOUT = 4  # 2: trees carry their program's untransformed tree (`Tree.origin`); 3: the parallel view;
-# 4: the memory view
+FEATURE_LAYOUT = 7  # 2: trees carry their program's untransformed tree (`Tree.origin`); 3: the parallel view;
+# 4: the memory view; 5: strides along each loop's step (`_loop_steps`); 6: a skewed loop's trips per entry;
+# 7: a point loop's trips on average (`_level_trips`)
 STRIDE_LOOPS = 2  # innermost and second-innermost loop
 LOCALITY_FEATURES = MAX_ACCESSES * STRIDE_LOOPS
 COMPILER_NAMES = ("inner_trips", "inner_unrolled_size", "inner_unrolled", "unrolled_loops", "vector_loop",
@@ -239,8 +241,8 @@ def _stride_maps(prog: Program, stmt: Statement) -> list[list[float]]:
 
 def _locality_vector(flags: list[dict], maps: list[list[float]]) -> list[float]:
     """Element stride of each access (`maps`, from `_stride_maps`) along the innermost and
-    second-innermost loop (`flags`: the computation's `loop_flags`; module docstring)."""
-    rows = [flags[-k]["row"] if len(flags) >= k else [0.0] * MAX_ITERS for k in range(1, STRIDE_LOOPS + 1)]
+    second-innermost loop (`flags`: the computation's `_flags`; module docstring)."""
+    rows = [flags[-k]["step"] if len(flags) >= k else [0.0] * MAX_ITERS for k in range(1, STRIDE_LOOPS + 1)]
     along = [_strides_along(row, maps) for row in rows]  # [loop][access]
     out = [squash(along[k][a]) for a in range(len(maps)) for k in range(STRIDE_LOOPS)]
     return out + [0.0] * (LOCALITY_FEATURES - len(out))
@@ -275,9 +277,41 @@ def _op_vector(prog: Program, stmt: Statement) -> list[float]:
     return [squash(c) for c in counts] + [float(reduction), double, squash(len(stmt.iterators))]
 
 
-def _strides_along(row: list[float], maps: list[list[float]]) -> list[float]:
-    """|element stride| of each access (`_stride_maps`) along the loop whose affine row is `row`."""
-    return [abs(sum(c * m for c, m in zip(row, acc, strict=False))) for acc in maps]
+def _strides_along(step: list[float], maps: list[list[float]]) -> list[float]:
+    """|element stride| of each access (`_stride_maps`) along a loop whose iteration moves the original
+    iterators by `step` (`_flags`)."""
+    return [abs(sum(c * m for c, m in zip(step, acc, strict=False))) for acc in maps]
+
+
+def _flags(prog: Program, name: str, s) -> list[dict]:
+    """`loop_flags` of computation `name`, each level with its "step" too: how one iteration of the loop moves
+    the original iterators while the other loops stay put, what strides read (`_loop_steps`)."""
+    levels = loop_flags(prog, name, s)
+    for flags, step in zip(levels, _loop_steps([f["row"] for f in levels], [f["tile"] for f in levels]), strict=True):
+        flags["step"] = step
+    return levels
+
+
+def _loop_steps(rows: list[list[float]], tiles: list[int]) -> list[list[float]]:
+    """Per loop, the move of the original iterators one of its iterations makes: the columns of the inverse of
+    the loops' affine rows (tile loops aside: one moves as the point loop of its row, signed like its own row).
+    The row itself for interchange and reversal; not under skewing: with j' = i + j innermost, a step of j'
+    moves j by one (unit stride), not i and j both.  The rows themselves when they do not invert."""
+    m = np.asarray(rows, dtype=np.float64)
+    plain = [k for k, t in enumerate(tiles) if not t and m[k].any()]
+    used = np.flatnonzero(np.abs(m[plain]).sum(axis=0)) if plain else np.zeros(0, dtype=int)
+    square = m[np.ix_(plain, used)]
+    if len(plain) != len(used) or not plain or abs(np.linalg.det(square)) < 1e-9:
+        return [list(r) for r in rows]
+    inverse, steps = np.linalg.inv(square), m.copy()
+    for j, k in enumerate(plain):
+        steps[k] = 0.0
+        steps[k, used] = np.round(inverse[:, j], 9)
+    for k in (k for k, t in enumerate(tiles) if t):
+        for p in plain:
+            if (m[p] == m[k]).all() or (m[p] == -m[k]).all():
+                steps[k] = steps[p] * (1.0 if (m[p] == m[k]).all() else -1.0)
+    return [[float(x) + 0.0 for x in step] for step in steps]
 
 
 def _iteration_size(moving: list[float], ops: float, single: bool) -> float:
@@ -340,29 +374,36 @@ def _compiler_vector(prog: Program, st: State, name: str, levels: list[dict], ma
     names = set(_loop_members(st, name, v)) if v >= 0 else set()
     if not names or any(st[n].depth != len(levels) for n in names):
         return out + [0.0] * (COMPILER_FEATURES - len(out))
-    strides = _strides_along(levels[v]["row"], maps)
+    strides = _strides_along(levels[v]["step"], maps)
     moves = bool(strides) and strides[0] != 0
     dep = carried(names, v)
     return out + [1.0, squash(trips(v)[0]), squash(max(strides, default=0.0)), float(all(x <= 1 for x in strides)),
                   float(moves), float(dep), float(moves and not dep)]
 
 
-def _level_trips(prog: Program, st: State, name: str, levels: list[dict]) -> list[int]:
+def _level_trips(prog: Program, st: State, name: str, levels: list[dict]) -> list[float]:
     """Iterations of each of computation `name`'s loops per entry, from the bounds the loop vector already
-    asked isl for (memoized): a point loop runs at most its tile's size, a tile loop's bounds count tiles."""
+    asked isl for (memoized): a tile loop's bounds count tiles, a point loop runs its range over that many
+    (on average: at most the tile's size), so that a tiled nest runs as many iterations as the original; a
+    skewed loop's bounds span every entry's range (j + i over all i and j: twice j's), so isl counts its
+    iterations per entry."""
     out = []
     for level, flags in enumerate(levels):
         lo, hi = loop_bounds(prog, _loop_members(st, name, level), level, st)
-        trips = hi - lo + 1
-        if flags["point"]:  # its tile loop reads the same affine row (or its negation: either was reversed)
+        trips = trip_count(prog, _loop_members(st, name, level), level, st)[0] if flags["skewed"] else hi - lo + 1
+        # a point loop's tile loop reads the same affine row (or its negation: either was reversed); so does a
+        # point loop skewed by a tile loop, `(i) + 1 * (floor((j)/64))` (the row leaves out the floor, and
+        # `loop_flags` does not call it a point loop)
+        if not flags["tile"]:
             mine = (flags["row"], [-x + 0.0 for x in flags["row"]])
-            sizes = [f["tile"] for f in levels[:level] if f["tile"] and f["row"] in mine]
-            trips = min(trips, sizes[-1]) if sizes else trips
+            tiles = [k for k, f in enumerate(levels[:level]) if f["tile"] and f["row"] in mine]
+            # its range shared out over the tiles: 153 values in tiles of 128 run 76.5 a tile, not 128
+            trips = min(trips / out[tiles[-1]], levels[tiles[-1]]["tile"]) if tiles else trips
         out.append(max(trips, 1))
     return out
 
 
-def _blocks(strides: list[float], trips: list[int], elem: int, unit: int) -> float:
+def _blocks(strides: list[float], trips: list[float], elem: int, unit: int) -> float:
     """Distinct `unit`-byte blocks one access touches over loops with these element strides and trips: a
     loop that steps a block or more multiplies them, the smaller steps widen one contiguous span (overlap
     between loops is not modelled)."""
@@ -379,18 +420,18 @@ def _blocks(strides: list[float], trips: list[int], elem: int, unit: int) -> flo
 def _steps(levels: list[dict], accesses: list[tuple[list[float], int]]) -> list[list[float]]:
     """[level][access]: the element offset one iteration of each loop moves each access by; a tile loop's row is
     its point loop's, and one of its steps moves a whole tile."""
-    return [[x * max(flags["tile"], 1) for x in _strides_along(flags["row"], [m for m, _ in accesses])]
+    return [[x * max(flags["tile"], 1) for x in _strides_along(flags["step"], [m for m, _ in accesses])]
             for flags in levels]
 
 
-def _spans(along: list[list[float]], trips: list[int], accesses: list[tuple[list[float], int]]) -> list[float]:
+def _spans(along: list[list[float]], trips: list[float], accesses: list[tuple[list[float], int]]) -> list[float]:
     """[first]: the bytes of cache lines the loops from level `first` inwards touch in one run of them."""
     depth = len(along)
     return [LINE_BYTES * sum(_blocks([along[lv][a] for lv in range(first, depth)], trips[first:], elem, LINE_BYTES)
                              for a, (_, elem) in enumerate(accesses)) for first in range(depth)]
 
 
-def _traffic_vector(levels: list[dict], trips: list[int], accesses: list[tuple[list[float], int]]) -> list[float]:
+def _traffic_vector(levels: list[dict], trips: list[float], accesses: list[tuple[list[float], int]]) -> list[float]:
     """The traffic view of one computation (`TRAFFIC_NAMES`; module docstring) from its `loop_flags`, each
     loop's trips (`_level_trips`) and its distinct accesses (element offset per original iterator,
     `_stride_maps`, and element bytes): new cache lines per innermost iteration, pages the innermost loop's
@@ -404,7 +445,7 @@ def _traffic_vector(levels: list[dict], trips: list[int], accesses: list[tuple[l
     return [lines, squash(pages)] + [squash(spans[max(depth - k, 0)]) for k in (1, 2, 3, depth)]
 
 
-def _memory_vector(levels: list[dict], trips: list[int], accesses: list[tuple[list[float], int]]) -> list[float]:
+def _memory_vector(levels: list[dict], trips: list[float], accesses: list[tuple[list[float], int]]) -> list[float]:
     """The memory view of one computation (`MEMORY_NAMES`; module docstring), from what `_traffic_vector` reads:
     for each cache of CACHE_BYTES, the bytes one run of the whole nest brings into it, by reuse distance (LRU,
     no conflict misses).  When the run of the loop at level f touches no more lines than the cache holds, one
@@ -445,7 +486,7 @@ def _runs_iterator(levels: list[dict], level: int) -> bool:
     return not (levels[level]["tile"] and any(not f["tile"] and f["row"] in mine for f in levels[:level]))
 
 
-def _parallel_vector(level: int | None, trips: list[int]) -> list[float]:
+def _parallel_vector(level: int | None, trips: list[float]) -> list[float]:
     """The parallel view of one computation (`PARALLEL_NAMES`; module docstring) from its parallel loop's `level`
     (`_parallel_level`) and each loop's trips (`_level_trips`): in a parallel region, how many times the region
     is entered (the product of the trips of the loops around it: one fork and join each), its trip count, and
@@ -498,7 +539,7 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
         name = prog.statements[k].name
         key = _comp_key(name, st)
         if key not in made:
-            levels = loop_flags(prog, name, st[name])
+            levels = _flags(prog, name, st[name])
             made[key] = (_loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
                          + (views(st, sched, name, levels, k) if compiler_view
                             else [0.0] * (COMP_FEATURES - PLAIN_FEATURES)))
@@ -512,8 +553,8 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
                 + _memory_vector(levels, trips, streams[k]))
 
     def _size(st: State, n: str) -> float:
-        row = loop_flags(prog, n, st[n])[-1]["row"]
-        return _iteration_size(_strides_along(row, maps[index[n]]), ops[n], single[n])
+        step = _flags(prog, n, st[n])[-1]["step"]
+        return _iteration_size(_strides_along(step, maps[index[n]]), ops[n], single[n])
 
     def _carries(st: State, sched: list, names: set[str], level: int) -> bool:
         # whether the loop at `level` carries a dependence reads only the time dimensions up to it
