@@ -1189,7 +1189,8 @@ def test_the_traffic_view_counts_cache_lines_and_working_sets():
     plain = view(gemm, Schedule(), 1)
     assert plain["inner_lines"] == pytest.approx(8 / 64 + 1)
     assert nbytes(plain["footprint_1"]) == pytest.approx(LINE_BYTES * (3 + 22 + 1), rel=1e-4)
-    assert nbytes(plain["footprint_all"]) == pytest.approx(LINE_BYTES * (18 * 3 + 22 * 3 + 18 * 3), rel=1e-4)
+    # the whole nest reads every element of A, B and C once: their rows lie end to end, 50 + 55 + 45 lines
+    assert nbytes(plain["footprint_all"]) == pytest.approx(LINE_BYTES * (50 + 55 + 45), rel=1e-4)
     swapped = view(gemm, Schedule((Interchange("S1", 1),)), 1)
     assert swapped["inner_lines"] == pytest.approx(2 * 8 / 64) and swapped["footprint_1"] < plain["footprint_1"]
     tiled = view(gemm, Schedule((Tile("S1", 0, (6, 10)),)), 1)
@@ -1246,7 +1247,7 @@ def test_strides_follow_the_step_of_a_skewed_loop():
     """Skewed, j' = j + i runs innermost: one of its steps moves j alone, so `B[i][j] = 0.5 * A[i][j]` still
     streams (8 bytes a step; the affine row [1, 1] read as the step would say a row and a column, N + 1
     elements), a step of i with j' fixed moves back a column (N - 1 elements, not N), and one run of j' still
-    touches one row of each array."""
+    touches one row of each array (`_loop_steps`, `_level_trips`, `_blocks`)."""
     from llmopt.poly.agent.state import squash
     from llmopt.poly.costmodel.features import LOCALITY_FEATURES, PLAIN_FEATURES, TRAFFIC_NAMES, VIEW_FEATURES
     from llmopt.poly.schedule import Skew
@@ -1266,6 +1267,16 @@ def test_strides_follow_the_step_of_a_skewed_loop():
     # the write's stride along the innermost and the second-innermost loop
     assert list(plain[locality: locality + 2]) == pytest.approx([squash(1), squash(n)])
     assert list(skewed[locality: locality + 2]) == pytest.approx([squash(1), squash(n - 1)])
+    # a column walk skewed twice, j'' = j + 2i innermost: a step of i (j'' fixed) moves B[j][i] 2 rows up and
+    # one element on, back into the rows the run of j'' touched: the nest still touches B once
+    walk = program_from_dict({
+        "name": "walk", "params": {"N0": 300},
+        "tensors": {"B": {"type": "double", "shape": ["N0", "N0"]}, "C": {"type": "double", "shape": ["N0"]}},
+        "statements": [{"name": "S0", "iterators": ["i", "j"], "domain": "1 <= i < N0 - 1 and 1 <= j < N0 - 1",
+                        "body": "C[i] += B[j][i]", "shares": 0}]})
+    whole = VIEW_FEATURES + TRAFFIC_NAMES.index("footprint_all")
+    twice = Schedule((Skew("S0", 0, 1), Skew("S0", 0, 1)))
+    assert featurize(walk, twice).comps[0, whole] == pytest.approx(featurize(walk, Schedule()).comps[0, whole])
 
 
 def test_loop_flags_know_a_reversed_tile_loop():

@@ -94,9 +94,9 @@ LOOP_PRESENT, LOOP_EXTENT, LOOP_PARALLEL = 0, 3, 9  # offsets in one loop's bloc
 ACCESS_FEATURES = MATRIX + 3 + MAX_RANK
 OP_FEATURES = 10
 # Bump when a feature's meaning changes without changing COMP_FEATURES (cached trees become stale).
-FEATURE_LAYOUT = 7  # 2: trees carry their program's untransformed tree (`Tree.origin`); 3: the parallel view;
+FEATURE_LAYOUT = 8  # 2: trees carry their program's untransformed tree (`Tree.origin`); 3: the parallel view;
 # 4: the memory view; 5: strides along each loop's step (`_loop_steps`); 6: a skewed loop's trips per entry;
-# 7: a point loop's trips on average (`_level_trips`)
+# 7: a point loop's trips on average (`_level_trips`); 8: blocks an access touches, the fewer of two counts (`_blocks`)
 STRIDE_LOOPS = 2  # innermost and second-innermost loop
 LOCALITY_FEATURES = MAX_ACCESSES * STRIDE_LOOPS
 COMPILER_NAMES = ("inner_trips", "inner_unrolled_size", "inner_unrolled", "unrolled_loops", "vector_loop",
@@ -404,17 +404,24 @@ def _level_trips(prog: Program, st: State, name: str, levels: list[dict]) -> lis
 
 
 def _blocks(strides: list[float], trips: list[float], elem: int, unit: int) -> float:
-    """Distinct `unit`-byte blocks one access touches over loops with these element strides and trips: a
-    loop that steps a block or more multiplies them, the smaller steps widen one contiguous span (overlap
-    between loops is not modelled)."""
+    """Distinct `unit`-byte blocks one access touches over loops with these element strides and trips, the
+    fewer of two counts that each overcount a case the other gets right: (a) a loop that steps a block or more
+    multiplies them, the smaller steps widen one contiguous span (right for A[i + j], but it takes a loop
+    stepping 2 rows - 1 element inside a run of rows, as a skewed loop does, for new blocks every time); (b)
+    every iteration a new element, packed as densely as the gcd of the strides allows (right for an access that
+    tells its iterations apart, skewed or not)."""
     blocks, span = 1.0, float(elem)
-    for stride, trip in zip(strides, trips, strict=True):
-        if stride and trip > 1:
-            if stride * elem >= unit:
-                blocks *= trip
-            else:
-                span += stride * elem * (trip - 1)
-    return blocks * math.ceil(span / unit)
+    moving = [(stride, trip) for stride, trip in zip(strides, trips, strict=True) if stride and trip > 1]
+    for stride, trip in moving:
+        if stride * elem >= unit:
+            blocks *= trip
+        else:
+            span += stride * elem * (trip - 1)
+    counted = blocks * math.ceil(span / unit)
+    if not moving:
+        return counted
+    grain = math.gcd(*(round(stride) for stride, _ in moving))
+    return min(counted, math.ceil(math.prod(trip for _, trip in moving) * min(1.0, grain * elem / unit)))
 
 
 def _steps(levels: list[dict], accesses: list[tuple[list[float], int]]) -> list[list[float]]:
