@@ -1300,7 +1300,8 @@ def test_loop_flags_know_a_reversed_tile_loop():
 def test_the_parallel_view_counts_forks_where_emit_puts_the_pragma():
     """gemm (small: NI 18, NJ 20, NK 22) worked by hand: its k loop made parallel forks once per (i, j), 360
     times, 22 trips each; the i loop once, sharing out all of S1's 7,920 iterations; a serial schedule has no
-    parallel view.  Parallelizing S0's j loop parallelizes the loop S1 shares (emit's pragma covers both)."""
+    parallel view.  Parallelizing S0's j loop parallelizes the loop S1 shares (emit's pragma covers both).
+    Trips are per entry, on average (`features._level_trips`)."""
     from llmopt.poly.costmodel.features import PARALLEL_NAMES, TRAFFIC_VIEW_FEATURES
     from llmopt.poly.emit import loop_nest
 
@@ -1325,6 +1326,12 @@ def test_the_parallel_view_counts_forks_where_emit_puts_the_pragma():
     # tiled by 10, a point loop runs its range over the tiles: 18 values of i in 2 tiles, 9 a tile (not 10)
     tiled = Schedule((Tile("S1", 0, (10, 10)), Parallel("S1", 2)))
     assert unsquashed(view(gemm, tiled, 1)) == [1.0, 2 * 2, 9, 9 * 10 * 22]
+    # a triangular loop runs its mean trips per entry: j <= i under 100 values of i, 5,050 iterations in all
+    triangle = program_from_dict({
+        "name": "triangle", "params": {"N0": 101}, "tensors": {"A": {"type": "double", "shape": ["N0", "N0"]}},
+        "statements": [{"name": "S0", "iterators": ["i", "j"], "domain": "1 <= i < N0 and 1 <= j <= i",
+                        "body": "A[i][j] = 0.5 * A[i][j]", "shares": 0}]})
+    assert unsquashed(view(triangle, Schedule((Parallel("S0", 0),)), 0)) == [1.0, 1, 100, 5050]
 
 
 def test_the_parallel_view_agrees_with_the_emitted_pragmas():

@@ -146,17 +146,23 @@ def trip_count(prog: Program, names: list[str], level: int, st: State) -> tuple[
     entry makes that many: a constant trip count, which LLVM needs to unroll a loop away).  Exact, by isl:
     a tile's point loop is constant only when the tiles divide its range, a skewed loop only when the skew
     shifts its bounds together."""
+    low, high = trip_range(prog, names, level, st)
+    return high, low == high
+
+
+def trip_range(prog: Program, names: list[str], level: int, st: State) -> tuple[int, int]:
+    """(the fewest, the most) iterations the loop at `level` around statements `names` makes per entry, over
+    its entries (`trip_count`; a triangular loop `j <= i` runs 1 to N)."""
     def compute():
         points = _loop_values(prog, names, lambda n: ", ".join(st[n].loops[: level + 1])).as_set()
         points = points.project_out_all_params()
         if points.is_empty():
-            return 0, True
+            return 0, 0
         fiber = isl.Map.from_range(points).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, level)
         span = fiber.lexmax_pw_multi_aff().get_pw_aff(0).sub(fiber.lexmin_pw_multi_aff().get_pw_aff(0))
         trips = isl.Map.from_pw_aff(span).range()
-        low, high = trips.dim_min_val(0).to_python() + 1, trips.dim_max_val(0).to_python() + 1
-        return high, low == high
-    key = ("trips", prog.hash(), level, tuple((n, tuple(st[n].loops[: level + 1])) for n in names))
+        return trips.dim_min_val(0).to_python() + 1, trips.dim_max_val(0).to_python() + 1
+    key = ("trip range", prog.hash(), level, tuple((n, tuple(st[n].loops[: level + 1])) for n in names))
     return _memoized(key, compute)
 
 

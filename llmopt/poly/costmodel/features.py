@@ -80,6 +80,7 @@ from llmopt.poly.agent.state import (
     loop_flags,
     squash,
     trip_count,
+    trip_range,
 )
 from llmopt.poly.deps import dependences
 from llmopt.poly.legality import carries
@@ -94,9 +95,10 @@ LOOP_PRESENT, LOOP_EXTENT, LOOP_PARALLEL = 0, 3, 9  # offsets in one loop's bloc
 ACCESS_FEATURES = MATRIX + 3 + MAX_RANK
 OP_FEATURES = 10
 # Bump when a feature's meaning changes without changing COMP_FEATURES (cached trees become stale).
-FEATURE_LAYOUT = 8  # 2: trees carry their program's untransformed tree (`Tree.origin`); 3: the parallel view;
+FEATURE_LAYOUT = 9  # 2: trees carry their program's untransformed tree (`Tree.origin`); 3: the parallel view;
 # 4: the memory view; 5: strides along each loop's step (`_loop_steps`); 6: a skewed loop's trips per entry;
-# 7: a point loop's trips on average (`_level_trips`); 8: blocks an access touches, the fewer of two counts (`_blocks`)
+# 7: a point loop's trips on average (`_level_trips`); 8: blocks an access touches, the fewer of two counts (`_blocks`);
+# 9: any other loop's trips per entry on average (`_level_trips`: triangular loops)
 STRIDE_LOOPS = 2  # innermost and second-innermost loop
 LOCALITY_FEATURES = MAX_ACCESSES * STRIDE_LOOPS
 COMPILER_NAMES = ("inner_trips", "inner_unrolled_size", "inner_unrolled", "unrolled_loops", "vector_loop",
@@ -384,21 +386,25 @@ def _compiler_vector(prog: Program, st: State, name: str, levels: list[dict], ma
 def _level_trips(prog: Program, st: State, name: str, levels: list[dict]) -> list[float]:
     """Iterations of each of computation `name`'s loops per entry, from the bounds the loop vector already
     asked isl for (memoized): a tile loop's bounds count tiles, a point loop runs its range over that many
-    (on average: at most the tile's size), so that a tiled nest runs as many iterations as the original; a
-    skewed loop's bounds span every entry's range (j + i over all i and j: twice j's), so isl counts its
-    iterations per entry."""
+    (on average: at most the tile's size), so that a tiled nest runs as many iterations as the original; any
+    other loop runs the mean of its fewest and most iterations per entry, by isl (a skewed loop's bounds span
+    every entry's range, j + i over all i and j, twice j's; a triangular loop j <= i runs N / 2 on average)."""
     out = []
     for level, flags in enumerate(levels):
-        lo, hi = loop_bounds(prog, _loop_members(st, name, level), level, st)
-        trips = trip_count(prog, _loop_members(st, name, level), level, st)[0] if flags["skewed"] else hi - lo + 1
+        members = _loop_members(st, name, level)
         # a point loop's tile loop reads the same affine row (or its negation: either was reversed); so does a
         # point loop skewed by a tile loop, `(i) + 1 * (floor((j)/64))` (the row leaves out the floor, and
         # `loop_flags` does not call it a point loop)
-        if not flags["tile"]:
-            mine = (flags["row"], [-x + 0.0 for x in flags["row"]])
-            tiles = [k for k, f in enumerate(levels[:level]) if f["tile"] and f["row"] in mine]
-            # its range shared out over the tiles: 153 values in tiles of 128 run 76.5 a tile, not 128
-            trips = min(trips / out[tiles[-1]], levels[tiles[-1]]["tile"]) if tiles else trips
+        mine = (flags["row"], [-x + 0.0 for x in flags["row"]])
+        tiles = [k for k, f in enumerate(levels[:level]) if f["tile"] and f["row"] in mine]
+        if flags["tile"] or tiles:
+            lo, hi = loop_bounds(prog, members, level, st)
+            trips = hi - lo + 1
+            if not flags["tile"]:  # its range shared out over the tiles: 153 values in tiles of 128 run 76.5 a tile
+                trips = min(trips / out[tiles[-1]], levels[tiles[-1]]["tile"])
+        else:
+            low, high = trip_range(prog, members, level, st)
+            trips = (low + high) / 2
         out.append(max(trips, 1))
     return out
 
