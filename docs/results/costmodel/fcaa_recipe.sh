@@ -1,4 +1,6 @@
-# Sourced by machine-*/runs.sh (from the repo root): the fcaa-alone training recipe and two helpers.
+# Sourced by machine-*/runs.sh (from the repo root): the fcaa-alone training recipe and two helpers.  The runs read
+# the features of the checkout they run in: a session's exact numbers need its commit (machine-51/runs.sh runs each
+# in a worktree of its commit; the fifty-first session fixed errors every view shared).
 T="python -m llmopt.poly.costmodel.train"
 R="--anchored --normalize --dropout 0 --lr 1e-4 --loss mape --epochs 15 --min-baseline-ms 5 --threads 1"
 E="python -m llmopt.poly.costmodel.ensemble"

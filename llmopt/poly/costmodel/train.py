@@ -604,13 +604,13 @@ def parser() -> argparse.ArgumentParser:
                    help="with --anchored: add a learned cost per fork and join of a parallel region to the answer's "
                         "time ratio (model.ModelConfig.fork_term)")
     p.add_argument("--features", choices=tuple(FEATURE_SETS), default="parallel",
-                   help="which computation features the model reads, for control runs: plain (before the compiler "
-                        "view), compiler (before the traffic view), traffic (before the parallel view) or parallel "
-                        "(all; default)")
+                   help="which computation features the model reads: plain (before the compiler view), compiler "
+                        "(before the traffic view), traffic (before the parallel view), parallel (before the memory "
+                        "view; default) or memory (all)")
     p.add_argument("--plain-features", dest="features", action="store_const", const="plain",
                    help="the same as --features plain")
     p.add_argument("--widen", action="store_true",
-                   help="with --init-from a model from before the compiler, traffic or parallel view: add the missing inputs "
+                   help="with --init-from a model from before the compiler, traffic, parallel or memory view: add the missing inputs "
                         "with zero weights (it starts answering as the file does) and fine-tune them in")
     p.add_argument("--init-from", metavar="MODEL",
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
