@@ -64,6 +64,7 @@ the untransformed program's tree (one object per featurizer, so shared by a prog
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -289,12 +290,14 @@ def _flags(prog: Program, name: str, s) -> list[dict]:
     """`loop_flags` of computation `name`, each level with its "step" too: how one iteration of the loop moves
     the original iterators while the other loops stay put, what strides read (`_loop_steps`)."""
     levels = loop_flags(prog, name, s)
-    for flags, step in zip(levels, _loop_steps([f["row"] for f in levels], [f["tile"] for f in levels]), strict=True):
-        flags["step"] = step
+    steps = _loop_steps(tuple(tuple(f["row"]) for f in levels), tuple(f["tile"] for f in levels))
+    for flags, step in zip(levels, steps, strict=True):
+        flags["step"] = list(step)
     return levels
 
 
-def _loop_steps(rows: list[list[float]], tiles: list[int]) -> list[list[float]]:
+@functools.lru_cache(maxsize=65536)  # a search's children repeat their parent's nests
+def _loop_steps(rows: tuple[tuple[float, ...], ...], tiles: tuple[int, ...]) -> tuple[tuple[float, ...], ...]:
     """Per loop, the move of the original iterators one of its iterations makes: the columns of the inverse of
     the loops' affine rows (tile loops aside: one moves as the point loop of its row, signed like its own row).
     The row itself for interchange and reversal; not under skewing: with j' = i + j innermost, a step of j'
@@ -304,7 +307,7 @@ def _loop_steps(rows: list[list[float]], tiles: list[int]) -> list[list[float]]:
     used = np.flatnonzero(np.abs(m[plain]).sum(axis=0)) if plain else np.zeros(0, dtype=int)
     square = m[np.ix_(plain, used)]
     if len(plain) != len(used) or not plain or abs(np.linalg.det(square)) < 1e-9:
-        return [list(r) for r in rows]
+        return rows
     inverse, steps = np.linalg.inv(square), m.copy()
     for j, k in enumerate(plain):
         steps[k] = 0.0
@@ -313,7 +316,7 @@ def _loop_steps(rows: list[list[float]], tiles: list[int]) -> list[list[float]]:
         for p in plain:
             if (m[p] == m[k]).all() or (m[p] == -m[k]).all():
                 steps[k] = steps[p] * (1.0 if (m[p] == m[k]).all() else -1.0)
-    return [[float(x) + 0.0 for x in step] for step in steps]
+    return tuple(tuple(float(x) + 0.0 for x in step) for step in steps)
 
 
 def _iteration_size(moving: list[float], ops: float, single: bool) -> float:
@@ -402,11 +405,25 @@ def _level_trips(prog: Program, st: State, name: str, levels: list[dict]) -> lis
             trips = hi - lo + 1
             if not flags["tile"]:  # its range shared out over the tiles: 153 values in tiles of 128 run 76.5 a tile
                 trips = min(trips / out[tiles[-1]], levels[tiles[-1]]["tile"])
-        else:
+        elif (any(f["skewed"] for f in levels[: level + 1]) or not all(_rectangular(prog.statement(n)) for n in members)
+              or any("floor" in e for n in members for e in st[n].loops[: level + 1])):
+            # skewed or under a skewed loop (a parallelogram's rows vary), triangular, or under tiles (which a skew
+            # may have hidden from `loop_flags`, so that a tile bounds a loop it does not know as its point loop)
             low, high = trip_range(prog, members, level, st)
             trips = (low + high) / 2
+        else:  # a box: every entry runs the whole range (isl's per-entry count costs a fifth of the featurizing)
+            lo, hi = loop_bounds(prog, members, level, st)
+            trips = hi - lo + 1
         out.append(max(trips, 1))
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _rectangular(stmt: Statement) -> bool:
+    """Whether no constraint of the statement's domain reads two of its iterators (`j <= i` does): then its loops
+    run the same trips on every entry, unless skewed."""
+    names = set(stmt.iterators)
+    return all(len(names & set(re.findall(r"[A-Za-z_]\w*", part))) < 2 for part in stmt.domain.split(" and "))
 
 
 def _blocks(strides: list[float], trips: list[float], elem: int, unit: int) -> float:
