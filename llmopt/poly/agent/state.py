@@ -196,20 +196,23 @@ def _work_features(prog: Program, names) -> list[float]:
     return [squash(sum(stmts[n][0] for n in names)), sum(stmts[n][1] for n in names)]
 
 
-def _unsigned(expr: str) -> str:
-    """`expr` without the negations reversal wrapped it in (`-(e)`)."""
+def _negations(expr: str) -> tuple[str, int]:
+    """(`expr` without the negations reversal wrapped it in, `-(e)`; their sign)."""
+    sign = 1
     while (m := _NEGATED.match(expr)) is not None:
-        expr = m[1]
-    return expr
+        expr, sign = m[1], -sign
+    return expr, sign
+
+
+def _unsigned(expr: str) -> str:
+    return _negations(expr)[0]
 
 
 def _loop_part(expr: str) -> tuple[str, int, int]:
     """(what the loop runs, tile size or 0, sign) of one loop expression: a tile loop `floor((e)/size)` runs e in
     steps of size, reversed (-1) when reversal wrapped it in `-(...)`; any other loop keeps its whole expression,
     whose affine row carries the sign."""
-    body, sign = expr, 1
-    while (m := _NEGATED.match(body)) is not None:
-        body, sign = m[1], -sign
+    body, sign = _negations(expr)
     if (m := _FLOOR.match(body)) is not None:
         return m[1], int(m[2]), sign
     return expr, 0, 1

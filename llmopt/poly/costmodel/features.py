@@ -314,8 +314,10 @@ def _loop_steps(rows: tuple[tuple[float, ...], ...], tiles: tuple[int, ...]) -> 
         steps[k, used] = np.round(inverse[:, j], 9)
     for k in (k for k, t in enumerate(tiles) if t):
         for p in plain:
-            if (m[p] == m[k]).all() or (m[p] == -m[k]).all():
-                steps[k] = steps[p] * (1.0 if (m[p] == m[k]).all() else -1.0)
+            if (m[p] == m[k]).all():
+                steps[k] = steps[p]
+            elif (m[p] == -m[k]).all():
+                steps[k] = -steps[p]
     return tuple(tuple(float(x) + 0.0 for x in step) for step in steps)
 
 
@@ -398,8 +400,7 @@ def _level_trips(prog: Program, st: State, name: str, levels: list[dict]) -> lis
         # a point loop's tile loop reads the same affine row (or its negation: either was reversed); so does a
         # point loop skewed by a tile loop, `(i) + 1 * (floor((j)/64))` (the row leaves out the floor, and
         # `loop_flags` does not call it a point loop)
-        mine = (flags["row"], [-x + 0.0 for x in flags["row"]])
-        tiles = [k for k, f in enumerate(levels[:level]) if f["tile"] and f["row"] in mine]
+        tiles = [k for k, f in enumerate(levels[:level]) if f["tile"] and f["row"] in _either_sign(flags["row"])]
         if flags["tile"] or tiles:
             lo, hi = loop_bounds(prog, members, level, st)
             trips = hi - lo + 1
@@ -461,31 +462,31 @@ def _spans(along: list[list[float]], trips: list[float], accesses: list[tuple[li
                              for a, (_, elem) in enumerate(accesses)) for first in range(depth)]
 
 
-def _traffic_vector(levels: list[dict], trips: list[float], accesses: list[tuple[list[float], int]]) -> list[float]:
-    """The traffic view of one computation (`TRAFFIC_NAMES`; module docstring) from its `loop_flags`, each
-    loop's trips (`_level_trips`) and its distinct accesses (element offset per original iterator,
-    `_stride_maps`, and element bytes): new cache lines per innermost iteration, pages the innermost loop's
-    run touches, and bytes of cache lines under the innermost 1, 2, 3 loops and the whole nest."""
+def _traffic_vector(levels: list[dict], trips: list[float], accesses: list[tuple[list[float], int]],
+                    along: list[list[float]], spans: list[float]) -> list[float]:
+    """The traffic view of one computation (`TRAFFIC_NAMES`; module docstring) from its `_flags`, each loop's
+    trips (`_level_trips`), its distinct accesses (element offset per original iterator, `_stride_maps`, and
+    element bytes), their steps along each loop (`_steps`) and the loops' spans (`_spans`): new cache lines per
+    innermost iteration, pages the innermost loop's run touches, and bytes of cache lines under the innermost 1,
+    2, 3 loops and the whole nest."""
     if not levels:
         return [0.0] * TRAFFIC_FEATURES
-    depth, along = len(levels), _steps(levels, accesses)
-    spans = _spans(along, trips, accesses)
+    depth = len(levels)
     pages = sum(_blocks([along[-1][a]], trips[-1:], elem, PAGE_BYTES) for a, (_, elem) in enumerate(accesses))
     lines = sum(min(1.0, along[-1][a] * elem / LINE_BYTES) for a, (_, elem) in enumerate(accesses))
     return [lines, squash(pages)] + [squash(spans[max(depth - k, 0)]) for k in (1, 2, 3, depth)]
 
 
-def _memory_vector(levels: list[dict], trips: list[float], accesses: list[tuple[list[float], int]]) -> list[float]:
-    """The memory view of one computation (`MEMORY_NAMES`; module docstring), from what `_traffic_vector` reads:
-    for each cache of CACHE_BYTES, the bytes one run of the whole nest brings into it, by reuse distance (LRU,
+def _memory_vector(trips: list[float], spans: list[float]) -> list[float]:
+    """The memory view of one computation (`MEMORY_NAMES`; module docstring), from its loops' trips and spans
+    (`_level_trips`, `_spans`): for each cache of CACHE_BYTES, the bytes one run of the whole nest brings into it, by reuse distance (LRU,
     no conflict misses).  When the run of the loop at level f touches no more lines than the cache holds, one
     iteration of the loop around it finds the lines of the iteration before still there, so that loop's run
     brings each of its lines in once, and again on every iteration of the loops around it; take the outermost
     such f.  When not even the innermost loop's run fits, its lines are brought in on every run."""
-    if not levels:
+    if not spans:
         return [0.0] * MEMORY_FEATURES
-    depth, spans = len(levels), _spans(_steps(levels, accesses), trips, accesses)
-    out = []
+    depth, out = len(spans), []
     for cap in CACHE_BYTES:
         fits = next((f for f in range(depth) if spans[f] <= cap), None)
         first = depth - 1 if fits is None else max(fits - 1, 0)
@@ -512,8 +513,12 @@ def _runs_iterator(levels: list[dict], level: int) -> bool:
     row = levels[level]["row"]
     if not any(row):
         return False
-    mine = (row, [-x + 0.0 for x in row])
-    return not (levels[level]["tile"] and any(not f["tile"] and f["row"] in mine for f in levels[:level]))
+    return not (levels[level]["tile"] and any(not f["tile"] and f["row"] in _either_sign(row) for f in levels[:level]))
+
+
+def _either_sign(row: list[float]) -> tuple[list[float], list[float]]:
+    """An affine row and its negation: a reversed loop runs the same axis."""
+    return row, [-x + 0.0 for x in row]
 
 
 def _parallel_vector(level: int | None, trips: list[float]) -> list[float]:
@@ -577,10 +582,12 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
 
     def views(st: State, sched: list, name: str, levels: list[dict], k: int) -> list[float]:
         trips = _level_trips(prog, st, name, levels)
+        along = _steps(levels, streams[k])
+        spans = _spans(along, trips, streams[k])  # what the traffic and memory views both read
         return (_compiler_vector(prog, st, name, levels, maps[k], lambda n: _size(st, n),
                                  lambda names, level: _carries(st, sched, names, level))
-                + _traffic_vector(levels, trips, streams[k]) + _parallel_vector(_parallel_level(st, name, levels), trips)
-                + _memory_vector(levels, trips, streams[k]))
+                + _traffic_vector(levels, trips, streams[k], along, spans)
+                + _parallel_vector(_parallel_level(st, name, levels), trips) + _memory_vector(trips, spans))
 
     def _size(st: State, n: str) -> float:
         step = _flags(prog, n, st[n])[-1]["step"]
