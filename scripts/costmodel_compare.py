@@ -22,6 +22,10 @@ schedule goes, whatever MAPE says?); a model that scores near the constant on it
 slower than 0.5x, the part of its MAPE they make, its MAPE without them, and its false alarms (answers under
 0.5x where the measured speedup is at least 0.8x): MAPE divides by the target, so a handful of missed 0.05x
 rows can outweigh the rest.
+`--by-program` adds "by_program" (on the same test programs as "extremes"): how much of each model's MAPE its worst
+tenth of the programs makes, and its MAPE on the *steady* programs apart from the *unsteady* ones, by the program's
+untransformed schedule timed against itself (the identity row, the same executable on both sides: within
+`STEADY` of 1.0x, or past `UNSTEADY`): how far the labels' own noise, not the model, makes the error.
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ def main() -> int:
                    help="also score the programs whose original schedule runs at least this long")
     p.add_argument("--by-kind", action="store_true",
                    help="also score innermost interchanges and the rest apart, on the training and test programs")
+    p.add_argument("--by-program", action="store_true",
+                   help="also score the worst programs' share and the steady and unsteady programs apart")
     args = p.parse_args()
     torch.set_num_threads(1)  # two threads on the busy 2-core machine spin against each other (~50x slower)
     rows = [r for folder in args.data.split(",") for r in load_rows(folder)]
@@ -87,7 +93,8 @@ def main() -> int:
                       "pick_identity": {k: round(identity_pick(rows, v), 3) for k, v in parts.items()},
                       "buckets": {m: error_buckets(model, test) for m, model in models.items()},
                       "extremes": extremes(models, judged),
-                      **({"kinds": kinds} if kinds else {})}, indent=1))
+                      **({"kinds": kinds} if kinds else {}),
+                      **({"by_program": by_program(rows, models, judged)} if args.by_program else {})}, indent=1))
     return 0
 
 
@@ -137,6 +144,37 @@ def extremes(models: dict, ds: Dataset) -> dict:
                   "of_total": round(float(ape[slow].sum() / max(len(y), 1)), 4),
                   "mape_without": round(float(ape[~slow].mean()), 4) if (~slow).any() else None,
                   "false_alarms": int(((pred < ALARM) & (y >= NEUTRAL)).sum())}
+    return out
+
+
+STEADY, UNSTEADY = 1.05, 1.15  # a program's identity row within 5% of 1.0x; past 15%
+
+
+def identity_speedups(rows: list[dict], programs: set[str]) -> dict[str, float]:
+    """{program hash: the measured speedup of its untransformed schedule} for these programs: the same executable
+    timed against itself in alternation, so any distance from 1.0x is the timing's noise on that program."""
+    return {r["hash"]: float(r["speedup"]) for r in rows if r["hash"] in programs and not r["schedule"]}
+
+
+def by_program(rows: list[dict], models: dict, ds: Dataset, worst: float = 0.1) -> dict:
+    """{"programs", "steady", "unsteady", model or "always_1": {"worst_share", "steady", "unsteady"}} on `ds`
+    (module docstring): the share of the MAPE that the `worst` fraction of the programs (by their own MAPE)
+    makes, and the MAPE on the steady and the unsteady programs (`STEADY`, `UNSTEADY`)."""
+    import numpy as np
+
+    y, programs = np.asarray(ds.speedups), np.asarray(ds.programs)
+    ident = identity_speedups(rows, set(ds.programs))
+    noise = np.array([abs(np.log(ident[h])) if h in ident else np.nan for h in programs])  # nan: neither
+    steady, unsteady = noise <= np.log(STEADY), noise > np.log(UNSTEADY)
+    out: dict = {"programs": len(set(ds.programs)), "steady": len(set(programs[steady])),
+                 "unsteady": len(set(programs[unsteady]))}
+    answers = {"always_1": np.ones_like(y), **{m: predict_trees(model, ds.trees) for m, model in models.items()}}
+    for m, pred in answers.items():
+        ape = np.abs(pred - y) / y
+        per = sorted((ape[programs == h].sum() for h in set(ds.programs)), reverse=True)
+        out[m] = {"worst_share": round(float(sum(per[: max(1, round(worst * len(per)))]) / max(ape.sum(), 1e-12)), 3),
+                  "steady": round(float(ape[steady].mean()), 4) if steady.any() else None,
+                  "unsteady": round(float(ape[unsteady].mean()), 4) if unsteady.any() else None}
     return out
 
 

@@ -360,3 +360,27 @@ def test_costmodel_fork_count_reads_the_trips_around_the_first_parallel_loop():
     assert fc.bucket(np.array([0.01, 0.2, 1.0]), np.array([True, True, False])) == {
         "rows": 2, "median_speedup": 0.105, "under_0.25x": 2, "under_0.05x": 1}
     assert fc.bucket(np.array([1.0]), np.array([False])) is None
+
+
+def test_costmodel_compare_by_program_splits_steady_from_unsteady_programs():
+    """`by_program`: a program whose identity row (its executable timed against itself) is within 5% of 1.0x is
+    steady, past 15% unsteady, between them neither; each part's MAPE and the worst programs' share of it."""
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import costmodel_compare
+
+    from llmopt.poly.costmodel.train import Dataset
+
+    rows = [{"hash": h, "schedule": [], "speedup": v} for h, v in (("a", 1.02), ("b", 0.7), ("c", 1.1))]
+    rows.append({"hash": "a", "schedule": [{"kind": "reversal"}], "speedup": 9.0})  # not an identity row
+    ds = Dataset(trees=[None] * 6, speedups=[1.0, 2.0, 0.5, 1.0, 1.25, 4.0], programs=["a", "a", "b", "b", "c", "d"])
+    got = costmodel_compare.by_program(rows, {}, ds)
+    assert (got["programs"], got["steady"], got["unsteady"]) == (4, 1, 1)  # c is neither, d has no identity row
+    assert got["always_1"]["steady"] == pytest.approx((0.0 + 0.5) / 2)
+    assert got["always_1"]["unsteady"] == pytest.approx((1.0 + 0.0) / 2)
+    # APE sums per program: a 0.5, b 1.0, c 0.2, d 0.75; the worst tenth of 4 programs is one: b
+    assert got["always_1"]["worst_share"] == pytest.approx(1.0 / 2.45, abs=1e-3)
