@@ -745,6 +745,42 @@ def test_training_with_the_rank_loss_reports_the_pick_ratio(data_dir, tmp_path):
     assert len(history) == 2
 
 
+def test_noise_weights_make_unsteady_programs_teach_less_and_leave_the_reports_alone(data_dir, tmp_path):
+    """`--noise-weight TAU`: a program whose original times unsteadily (its identity row far from 1.0x, its
+    times beside its schedules spread) weighs less in the loss, the weights average 1, a weight of 0 removes a
+    sample from the loss, and the option reaches the run's settings and metadata."""
+    from llmopt.poly.costmodel.train import Dataset, batch_loss, noise_weights, program_noise
+
+    def row(h: str, schedule: list, speedup: float, base: float) -> dict:
+        return {"hash": h, "schedule": schedule, "speedup": speedup, "baseline_seconds": base}
+
+    steady = [row("a", [], 1.0, 0.010)] + [row("a", [{"t": k}], 2.0, 0.010) for k in range(5)]
+    unsteady = [row("b", [], 1.3, 0.010)] + [row("b", [{"t": k}], 2.0, 0.010 * 1.2 ** (k % 2))
+                                             for k in range(5)]
+    noise = program_noise(steady + unsteady)
+    assert noise["a"] == 0.0 and noise["b"] > 0.15
+    ds = Dataset(programs=["a"] * 3 + ["b"] * 3)
+    w = noise_weights(ds, noise, 0.15)
+    assert np.mean(w) == pytest.approx(1.0) and w[0] > 2 * w[-1]
+
+    log_pred, target = torch.log(torch.tensor([1.0, 2.0, 0.5])), torch.tensor([1.2, 1.5, 0.4])
+    every, cfg = torch.ones(3, dtype=torch.bool), TrainConfig()
+    for loss in ("mape", "log"):
+        c = dataclasses.replace(cfg, loss=loss)
+        plain = batch_loss(log_pred, target, every, c)
+        assert torch.isclose(batch_loss(log_pred, target, every, c, weight=torch.ones(3)), plain)
+        dropped = batch_loss(log_pred, target, every, c, weight=torch.tensor([1.5, 1.5, 0.0]))
+        kept = batch_loss(log_pred[:2], target[:2], torch.ones(2, dtype=torch.bool), c)
+        assert torch.isclose(dropped, kept)  # (1.5 e0 + 1.5 e1) / 3 = the mean of the two kept errors
+
+    run = TrainConfig(epochs=1, fractions=(0.6, 0.2), model=ModelConfig.tiny(), noise_weight=0.15)
+    assert Trainer(run, 1).settings()["noise_weight"] == 0.15
+    assert "noise_weight" not in Trainer(dataclasses.replace(run, noise_weight=0.0), 1).settings()
+    metrics = train(data_dir, tmp_path / "weighted", run, log=lambda *_: None, progress=False)
+    assert math.isfinite(metrics["mape_train"])
+    assert load_model(tmp_path / "weighted" / "costmodel.pt", "cpu")[1]["noise_weight"] == 0.15
+
+
 def test_order_only_samples_reach_the_loss_through_the_rank_term_alone():
     from llmopt.poly.costmodel.model import rank_loss
     from llmopt.poly.costmodel.train import batch_loss

@@ -174,16 +174,22 @@ def with_forks(model: CostModel | Ensemble, log_speedup: torch.Tensor, trees: Se
     return -torch.log(torch.exp(-log_speedup) + model.log_fork_cost.exp() * load)
 
 
-def mape(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Mean absolute percentage error, as a fraction (the paper's loss and metric)."""
-    return ((pred - target).abs() / target.clamp_min(1e-9)).mean()
+def _mean(values: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    return values.mean() if weight is None else (values * weight).mean()
 
 
-def log_error(log_pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+def mape(pred: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean absolute percentage error, as a fraction (the paper's loss and metric); each sample's error times
+    `weight` when given (weights that average 1 over a training set keep the loss's scale)."""
+    return _mean((pred - target).abs() / target.clamp_min(1e-9), weight)
+
+
+def log_error(log_pred: torch.Tensor, target: torch.Tensor,
+              weight: torch.Tensor | None = None) -> torch.Tensor:
     """Mean |log prediction - log target|: a 2x gain predicted as 1x costs what a 2x loss predicted as 1x
     costs.  MAPE does not: it charges an over-prediction without bound and an under-prediction at most 1,
     so a model trained on it learns slowdowns and predicts ~1x for every gain (docs/results/costmodel/loss/)."""
-    return (log_pred - target.clamp_min(1e-9).log()).abs().mean()
+    return _mean((log_pred - target.clamp_min(1e-9).log()).abs(), weight)
 
 
 def rank_loss(log_pred: torch.Tensor, target: torch.Tensor, min_gain: float = 0.05) -> torch.Tensor:

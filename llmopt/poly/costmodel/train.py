@@ -38,6 +38,13 @@ the anchored pre-training on every folder (W = 0.1) it is within the seed spread
 region (`model.ModelConfig.fork_term`, `features.fork_load`): a parallel loop inside 500k iterations of other
 loops runs 0.01x, and a dozen such rows cannot teach the network that product.
 
+`--noise-weight TAU` weighs each training row's `--loss` by how steadily its program times: a program's
+untransformed executable is timed beside every one of its schedules and once against itself (the identity
+row), and on one program in ten those times spread by 12% or more (`program_noise`), so its labels teach
+noise as much as speedups.  A program of noise s weighs TAU^2 / (TAU^2 + s^2), the inverse of a row's
+residual variance when TAU is the error the model leaves on steady labels (its training MAPE, ~0.15), the
+weights scaled to a mean of 1; what is reported (MAPE, pick ratio, the best epoch) stays unweighted.
+
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
 predict its speedups no better than answering 1.0x (MAPE 0.172 against 0.174 on the test programs' transformed
@@ -127,6 +134,7 @@ class TrainConfig:
     order_only: tuple[str, ...] = ()
     rank_teacher: str | None = None  # a cost model whose predicted order the rank loss teaches (module docstring)
     absolute_weight: float = 0.0  # weight of `absolute_error` (measured log times as a second target; anchored only)
+    noise_weight: float = 0.0  # TAU of `noise_weights` (0: every training row weighs the same)
     # Fine-tune: start from this saved cost model's weights, input statistics and architecture (which replace
     # `model`), so new labels can be added without retraining from scratch.
     init_from: str | None = None
@@ -165,6 +173,7 @@ class Dataset:
     # `--absolute-weight` teaches; empty for samples made without rows).
     log_ms: list[float] = field(default_factory=list)
     anchor_log_ms: list[float] = field(default_factory=list)
+    weight: list[float] = field(default_factory=list)  # of each sample's `loss` in training (empty: all 1)
 
     def where(self, keep) -> Dataset:
         """The samples whose program hash `keep(hash)` accepts."""
@@ -174,7 +183,7 @@ class Dataset:
             return [values[k] for k in idx] if values else []
 
         return Dataset(pick(self.trees), pick(self.speedups), pick(self.programs), pick(self.magnitude),
-                       pick(self.order), pick(self.log_ms), pick(self.anchor_log_ms))
+                       pick(self.order), pick(self.log_ms), pick(self.anchor_log_ms), pick(self.weight))
 
     def magnitude_mask(self, idx: list[int], device: str) -> torch.Tensor:
         """Which of the samples `idx` the magnitude loss (`TrainConfig.loss`) sees."""
@@ -188,6 +197,35 @@ def train_share_of(ds: Dataset, cfg: TrainConfig) -> Dataset:
     if cfg.train_share >= 1.0:
         return ds
     return ds.where(lambda h: _draw(h, cfg.seed) < cfg.fractions[0] * cfg.train_share)
+
+
+def program_noise(rows: list[dict]) -> dict[str, float]:
+    """{program hash: how unsteadily it times}: the root of the mean of two squared log spreads of its one
+    untransformed executable, its identity row (timed against itself: any distance from 1.0x is noise) and
+    the robust spread (1.4826 x the median absolute deviation) of its times taken beside each of its
+    schedules.  Each sees what the other misses: one identity ratio is a single draw; the paired times
+    cancel slow drifts."""
+    times: dict[str, list[float]] = {}
+    identity: dict[str, float] = {}
+    for r in rows:
+        times.setdefault(r["hash"], []).append(math.log(max(float(r["baseline_seconds"]), 1e-9)))
+        if not r["schedule"]:
+            identity[r["hash"]] = math.log(max(float(r["speedup"]), MIN_SPEEDUP))
+    out = {}
+    for h, logs in times.items():
+        logs_ = np.asarray(logs)
+        spread = 1.4826 * float(np.median(np.abs(logs_ - np.median(logs_))))
+        out[h] = math.sqrt((identity.get(h, spread) ** 2 + spread**2) / 2)
+    return out
+
+
+def noise_weights(ds: Dataset, noise: dict[str, float], tau: float) -> list[float]:
+    """Each sample's training weight from its program's `program_noise` s: tau^2 / (tau^2 + s^2), scaled so
+    that the weights average 1 (module docstring)."""
+    if not ds.programs:
+        return []
+    w = np.array([tau**2 / (tau**2 + noise[h] ** 2) for h in ds.programs])
+    return list(w / w.mean())
 
 
 def _row_key(r: dict) -> str:
@@ -332,7 +370,8 @@ def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng
         error = mape(log_pred.exp(), target)
         order = torch.tensor([ds.order[k] for k in idx], device=cfg.device) if ds.order else None
         taught = ds.magnitude_mask(idx, cfg.device)
-        loss = batch_loss(log_pred, target, taught, cfg, order)
+        weight = torch.tensor([ds.weight[k] for k in idx], device=cfg.device) if ds.weight else None
+        loss = batch_loss(log_pred, target, taught, cfg, order, weight)
         if cfg.absolute_weight and taught.any():
             times = torch.tensor([[ds.log_ms[k] - center, ds.anchor_log_ms[k] - center] for k in idx],
                                  device=cfg.device)[taught]
@@ -347,16 +386,19 @@ def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng
 
 
 def batch_loss(log_pred: torch.Tensor, target: torch.Tensor, taught: torch.Tensor, cfg: TrainConfig,
-               order: torch.Tensor | None = None) -> torch.Tensor:
+               order: torch.Tensor | None = None, weight: torch.Tensor | None = None) -> torch.Tensor:
     """What one batch minimizes: `cfg.loss` on the samples whose magnitude is `taught` (all but an
-    `order_only` folder's), plus `cfg.rank_weight` x `rank_loss` on all of them, by `order` (a teacher's
-    predicted speedups) when given, else by the measured ones."""
+    `order_only` folder's), each weighted by `weight` when given (`noise_weights`), plus `cfg.rank_weight`
+    x `rank_loss` on all of them, by `order` (a teacher's predicted speedups) when given, else by the
+    measured ones."""
     if not taught.any():
         loss = log_pred.sum() * 0.0
-    elif cfg.loss == "log":
-        loss = log_error(log_pred[taught], target[taught])
     else:
-        loss = mape(log_pred[taught].exp(), target[taught])
+        w = None if weight is None else weight[taught]
+        if cfg.loss == "log":
+            loss = log_error(log_pred[taught], target[taught], w)
+        else:
+            loss = mape(log_pred[taught].exp(), target[taught], w)
     if cfg.rank_weight:
         loss = loss + cfg.rank_weight * rank_loss(log_pred, target if order is None else order)
     return loss
@@ -392,6 +434,7 @@ class Trainer:
                 **({"order_only": list(self.cfg.order_only)} if self.cfg.order_only else {}),
                 **({"rank_teacher": self.cfg.rank_teacher} if self.cfg.rank_teacher else {}),
                 **({"absolute_weight": self.cfg.absolute_weight} if self.cfg.absolute_weight else {}),
+                **({"noise_weight": self.cfg.noise_weight} if self.cfg.noise_weight else {}),
                 **({"init_from": self.cfg.init_from} if self.cfg.init_from else {})}
 
     def state(self) -> dict:
@@ -418,6 +461,7 @@ def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) 
             **({"init_from": cfg.init_from} if cfg.init_from else {}),
             **({"order_only": list(cfg.order_only)} if cfg.order_only else {}),
             **({"absolute_weight": cfg.absolute_weight} if cfg.absolute_weight else {}),
+            **({"noise_weight": cfg.noise_weight} if cfg.noise_weight else {}),
             "history": history,
             "loss": cfg.loss, "rank_weight": cfg.rank_weight, "min_baseline_ms": cfg.min_baseline_ms,
             "programs": {s: sorted(set(sets[s].programs)) for s in SPLITS},
@@ -515,6 +559,8 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
         raise UsageError(f"{data}: no training programs after the split (collect more programs)")
     if cfg.rank_teacher:
         sets["train"].order = teacher_order(cfg, sets["train"])
+    if cfg.noise_weight:
+        sets["train"].weight = noise_weights(sets["train"], program_noise(rows), cfg.noise_weight)
     trainer = Trainer(cfg, len(batches(sets["train"], cfg.batch_size)))
     if start is not None:
         trainer.model.load_state_dict(start)
@@ -600,6 +646,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--absolute-weight", type=float, default=0.0, metavar="W",
                    help="add W x the error of the anchored scores against minus the measured log times of each "
                         "schedule and its original (a second target every row holds; with --anchored)")
+    p.add_argument("--noise-weight", type=float, default=0.0, metavar="TAU",
+                   help="weigh each training row by TAU^2 / (TAU^2 + s^2), s its program's timing noise "
+                        "(its identity row and the spread of its original's times; TAU ~ the training MAPE, "
+                        "0.15): noisy programs teach less; reported MAPE stays unweighted (default 0: off)")
     p.add_argument("--fork-term", action="store_true",
                    help="with --anchored: add a learned cost per fork and join of a parallel region to the answer's "
                         "time ratio (model.ModelConfig.fork_term)")
@@ -639,7 +689,7 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
                       train_share=args.train_share, min_baseline_ms=args.min_baseline_ms,
                       loss=args.loss, init_seed=args.init_seed, init_from=args.init_from,
                       order_only=tuple(args.order_only), rank_teacher=args.rank_teacher,
-                      absolute_weight=args.absolute_weight, widen=args.widen,
+                      absolute_weight=args.absolute_weight, widen=args.widen, noise_weight=args.noise_weight,
                       fractions=(1.0 - test_share - args.validation_share, args.validation_share))
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
