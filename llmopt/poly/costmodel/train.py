@@ -631,25 +631,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--validation-share", type=float, default=TrainConfig.fractions[1], metavar="V",
                    help="the share of programs that validate (pick the best epoch); the training share is 0.8 - V, "
                         "so the test programs (the last 0.2) stay the same whatever V (default 0.2)")
-    p.add_argument("--rank-weight", type=float, default=0.0,
-                   help="add this much pairwise ranking loss to --loss (default 0: that loss alone, as the paper)")
-    p.add_argument("--loss", choices=LOSSES, default="mape",
-                   help="mape (the paper's; default) or log: |log predicted - log measured|, symmetric in gains and losses")
     p.add_argument("--min-baseline-ms", type=float, default=0.0,
                    help="keep only programs whose original schedule runs at least this long (every split; default 0)")
-    p.add_argument("--order-only", metavar="DATA", action="append", default=[],
-                   help="a folder of DATA whose labels teach only the order of each program's schedules (the rank "
-                        "loss), not their magnitude: labels timed on another machine (repeatable)")
-    p.add_argument("--rank-teacher", metavar="MODEL",
-                   help="the rank loss orders each program's schedules by this cost model's predictions instead of "
-                        "the measured speedups (with --rank-weight; distils an order)")
-    p.add_argument("--absolute-weight", type=float, default=0.0, metavar="W",
-                   help="add W x the error of the anchored scores against minus the measured log times of each "
-                        "schedule and its original (a second target every row holds; with --anchored)")
-    p.add_argument("--noise-weight", type=float, default=0.0, metavar="TAU",
-                   help="weigh each training row by TAU^2 / (TAU^2 + s^2), s its program's timing noise "
-                        "(its identity row and the spread of its original's times; TAU ~ the training MAPE, "
-                        "0.15): noisy programs teach less; reported MAPE stays unweighted (default 0: off)")
+    _loss_options(p)
     p.add_argument("--fork-term", action="store_true",
                    help="with --anchored: add a learned cost per fork and join of a parallel region to the answer's "
                         "time ratio (model.ModelConfig.fork_term)")
@@ -666,6 +650,27 @@ def parser() -> argparse.ArgumentParser:
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
                         "(so not with --tiny, --dropout or --normalize), e.g. to add new labels at a low --lr")
     return p
+
+
+def _loss_options(p: argparse.ArgumentParser) -> None:
+    """The options of what the loss teaches beside `--loss` (parser)."""
+    p.add_argument("--rank-weight", type=float, default=0.0,
+                   help="add this much pairwise ranking loss to --loss (default 0: that loss alone, as the paper)")
+    p.add_argument("--loss", choices=LOSSES, default="mape",
+                   help="mape (the paper's; default) or log: |log predicted - log measured|, symmetric in gains and losses")
+    p.add_argument("--order-only", metavar="DATA", action="append", default=[],
+                   help="a folder of DATA whose labels teach only the order of each program's schedules (the rank "
+                        "loss), not their magnitude: labels timed on another machine (repeatable)")
+    p.add_argument("--rank-teacher", metavar="MODEL",
+                   help="the rank loss orders each program's schedules by this cost model's predictions instead of "
+                        "the measured speedups (with --rank-weight; distils an order)")
+    p.add_argument("--absolute-weight", type=float, default=0.0, metavar="W",
+                   help="add W x the error of the anchored scores against minus the measured log times of each "
+                        "schedule and its original (a second target every row holds; with --anchored)")
+    p.add_argument("--noise-weight", type=float, default=0.0, metavar="TAU",
+                   help="weigh each training row by TAU^2 / (TAU^2 + s^2), s its program's timing noise "
+                        "(its identity row and the spread of its original's times; TAU ~ the training MAPE, "
+                        "0.15): noisy programs teach less; reported MAPE stays unweighted (default 0: off)")
 
 
 def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
