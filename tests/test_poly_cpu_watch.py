@@ -27,8 +27,13 @@ def spinner(seconds: float) -> subprocess.Popen:
 
 
 def test_watch_counts_other_processes_not_ours():
-    with CpuWatch() as own:
-        subprocess.run([sys.executable, "-c", SPIN, "0.7"], check=True)  # a child we wait for is ours
+    # Noise from the shared machine (other guests' steal time included) only ever adds foreign CPU,
+    # so the least of three watches is the one that says whether a child we wait for counts as ours.
+    own = []
+    for _ in range(3):
+        with CpuWatch() as watch:
+            subprocess.run([sys.executable, "-c", SPIN, "0.5"], check=True)  # a child we wait for is ours
+        own.append(watch.foreign_cores())
     busy = spinner(1.5)
     try:
         with CpuWatch() as other:
@@ -36,7 +41,7 @@ def test_watch_counts_other_processes_not_ours():
     finally:
         busy.kill()
         busy.wait()
-    assert own.foreign_cores() < 0.35  # the shared machine's own noise stays well below a core
+    assert min(own) < 0.35, own  # counted as foreign, the child alone would make about one core
     assert other.foreign_cores() > 0.6
 
 
