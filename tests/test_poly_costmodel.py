@@ -41,6 +41,7 @@ from llmopt.poly.costmodel.model import (
     ModelConfig,
     load_model,
     predict,
+    predict_trees,
     save_model,
 )
 from llmopt.poly.costmodel.search import beam_model, cached_model
@@ -827,6 +828,42 @@ def test_a_rank_teacher_replaces_the_measured_order_in_the_rank_term_only(data_d
         teacher_order(dataclasses.replace(tcfg, rank_weight=0.0), ds)
     train(data_dir, tmp_path / "run", tcfg, log=lambda *_: None, progress=False)
     assert torch.load(tmp_path / "run" / "last.pt", weights_only=False)["settings"]["rank_teacher"] == tcfg.rank_teacher
+
+
+def test_other_machines_train_the_shared_layers_through_their_own_head(data_dir, tmp_path):
+    """`train A --other-machine B`: B's labels (another machine's, here A's divided by 4) train through a head of their
+    own, so the saved model keeps answering A's speedups where pooling both as DATA pulls it towards B's;
+    B's rows never validate or test, and a folder of A's machine is refused."""
+    from llmopt.poly.costmodel.train import _labelled_rows
+
+    rows = load_rows(data_dir)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps({**r, "machine": "mine"}) + "\n" for r in rows))
+    # B holds every row twice, so that pooled, the median that `--loss log` learns is B's
+    b.write_text(2 * "".join(json.dumps({**r, "machine": "other", "speedup": r["speedup"] / 4}) + "\n" for r in rows))
+    cfg = TrainConfig(epochs=60, max_lr=3e-3, fractions=(1.0, 0.0), model=ModelConfig.tiny(), loss="log",
+                      other_machines=(str(b),))
+    marked = _labelled_rows([a], cfg)
+    assert [r.get("head", 0) for r in marked] == [0] * len(rows) + [1] * 2 * len(rows)
+    split = featurize_rows(marked, dataclasses.replace(cfg, fractions=(0.34, 0.33)), False)
+    assert not any(split["validation"].head + split["test"].head)  # another machine's rows only train
+    assert split["train"].head.count(1) == 2 * split["train"].head.count(0)  # B's programs are A's
+
+    def answers(run: str, cfg: TrainConfig, data: list) -> tuple[dict, np.ndarray]:
+        metrics = train(data, tmp_path / run, cfg, log=lambda *_: None, progress=False)
+        model, _ = load_model(tmp_path / run / "costmodel.pt")
+        assert isinstance(model, CostModel) and model.head[0].in_features == cfg.model.embed  # a plain model file
+        return metrics, predict_trees(model, featurize_rows(marked[: len(rows)], cfg, False)["train"].trees)
+
+    measured = np.array([max(r["speedup"], 0.01) for r in rows])
+    metrics, own_head = answers("heads", cfg, [a])
+    assert metrics["samples"]["train"] == len(rows)  # reported on this machine's rows alone
+    _, pooled = answers("pooled", dataclasses.replace(cfg, other_machines=()), [a, b])
+    assert np.median(np.abs(np.log(own_head / measured))) < 0.5 * np.median(np.abs(np.log(pooled / measured)))
+    assert torch.load(tmp_path / "heads" / "last.pt", weights_only=False)["settings"]["other_machines"] == [str(b)]
+    with pytest.raises(UsageError, match="machine of the main data"):
+        train([a], tmp_path / "same", dataclasses.replace(cfg, other_machines=(str(a),)), log=lambda *_: None,
+              progress=False)
 
 
 def test_order_only_folders_are_marked_and_checked(data_dir, tmp_path):

@@ -152,13 +152,27 @@ class CostModel(nn.Module):
         h_loop = self._summary(self.loop_lstm, loops, comps.shape[0], comps)
         return self.merge(torch.cat([h_comp, h_loop], dim=-1))
 
-    def log_speedup(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:
-        """comps [B, n, COMP_FEATURES] of B samples sharing `structure` -> log speedup [B]."""
+    def log_speedup(self, comps: torch.Tensor, structure: tuple, head: nn.Module | None = None) -> torch.Tensor:
+        """comps [B, n, COMP_FEATURES] of B samples sharing `structure` -> log speedup [B]; `head` replaces the
+        regression head (another machine's, in training: `train.TrainConfig.other_machines`)."""
         comps = comps[..., : self.cfg.comp_features]  # a model from before a view reads the features before it
         if self.cfg.normalize:
             comps = (comps - self.in_mean) / self.in_std
         program = self._loop(structure, self.comp(comps))
-        return MAX_LOG_SPEEDUP * torch.tanh(self.head(program).squeeze(-1) / MAX_LOG_SPEEDUP)
+        out = (self.head if head is None else head)(program).squeeze(-1)
+        return MAX_LOG_SPEEDUP * torch.tanh(out / MAX_LOG_SPEEDUP)
+
+    def new_head(self) -> nn.Sequential:
+        """A regression head shaped and initialized like the model's own (Glorot weights, zero biases, a zero
+        last layer: it starts answering 1.0x)."""
+        head = mlp([self.cfg.embed, *self.cfg.head_layers, 1], self.cfg.dropout, last_plain=True)
+        for p in head.parameters():
+            if p.dim() == 2:
+                nn.init.xavier_uniform_(p)
+            else:
+                nn.init.zeros_(p)
+        nn.init.zeros_(head[-1].weight)
+        return head.to(next(self.parameters()).device)
 
     def forward(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:
         """Predicted speedups [B] (positive)."""

@@ -45,6 +45,13 @@ noise as much as speedups.  A program of noise s weighs TAU^2 / (TAU^2 + s^2), t
 residual variance when TAU is the error the model leaves on steady labels (its training MAPE, ~0.15), the
 weights scaled to a mean of 1; what is reported (MAPE, pick ratio, the best epoch) stays unweighted.
 
+`--other-machine DATA` (repeatable): the training programs of a folder timed on another machine train the
+network's shared layers (computation and loop embeddings) through a regression head of that machine's own, so
+that what schedules do to loop nests is learned from every machine's programs and by how much on each machine
+from its own labels (multi-task learning: a folder of one VM grows ~90 programs an hour, and only on that VM,
+while another VM's folders hold 700 more programs).  Those rows never validate or test, and the
+saved model is the shared layers with this machine's head: it reads and answers like any other.
+
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
 predict its speedups no better than answering 1.0x (MAPE 0.172 against 0.174 on the test programs' transformed
@@ -78,6 +85,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 
 from llmopt.errors import UsageError, run_main
 from llmopt.outputs import atomic_target
@@ -135,6 +143,10 @@ class TrainConfig:
     rank_teacher: str | None = None  # a cost model whose predicted order the rank loss teaches (module docstring)
     absolute_weight: float = 0.0  # weight of `absolute_error` (measured log times as a second target; anchored only)
     noise_weight: float = 0.0  # TAU of `noise_weights` (0: every training row weighs the same)
+    # Folders of labels timed on other machines: their training programs teach the shared layers through a
+    # regression head of their machine's own (`other_heads`); they never validate or test, and the saved
+    # model answers with the main head, this machine's (module docstring).
+    other_machines: tuple[str, ...] = ()
     # Fine-tune: start from this saved cost model's weights, input statistics and architecture (which replace
     # `model`), so new labels can be added without retraining from scratch.
     init_from: str | None = None
@@ -174,16 +186,24 @@ class Dataset:
     log_ms: list[float] = field(default_factory=list)
     anchor_log_ms: list[float] = field(default_factory=list)
     weight: list[float] = field(default_factory=list)  # of each sample's `loss` in training (empty: all 1)
+    # Which regression head each sample trains: 0 the model's own, k > 0 the k-th other machine's (empty: all 0).
+    head: list[int] = field(default_factory=list)
 
     def where(self, keep) -> Dataset:
         """The samples whose program hash `keep(hash)` accepts."""
-        idx = [k for k, h in enumerate(self.programs) if keep(h)]
+        return self._subset([k for k, h in enumerate(self.programs) if keep(h)])
 
+    def own(self) -> Dataset:
+        """The samples of the model's own machine (head 0): what every reported score is measured on."""
+        return self._subset([k for k in range(len(self.trees)) if not self.head or not self.head[k]])
+
+    def _subset(self, idx: list[int]) -> Dataset:
         def pick(values: list) -> list:
             return [values[k] for k in idx] if values else []
 
         return Dataset(pick(self.trees), pick(self.speedups), pick(self.programs), pick(self.magnitude),
-                       pick(self.order), pick(self.log_ms), pick(self.anchor_log_ms), pick(self.weight))
+                       pick(self.order), pick(self.log_ms), pick(self.anchor_log_ms), pick(self.weight),
+                       pick(self.head))
 
     def magnitude_mask(self, idx: list[int], device: str) -> torch.Tensor:
         """Which of the samples `idx` the magnitude loss (`TrainConfig.loss`) sees."""
@@ -266,7 +286,11 @@ def featurize_rows(rows: list[dict], cfg: TrainConfig, progress: bool = True,
             prog, featurize = featurizers[r["hash"]]
             tree = known[key] = featurize(state(prog, Schedule.from_list(r["schedule"])))
             fresh += 1
-        ds = out[split_of(r["hash"], cfg.fractions, cfg.seed)]
+        split, head = split_of(r["hash"], cfg.fractions, cfg.seed), r.get("head", 0)
+        if head and split != "train":
+            continue  # another machine's labels only train (TrainConfig.other_machines)
+        ds = out[split]
+        ds.head.append(head)
         ds.trees.append(tree)
         ds.speedups.append(max(float(r["speedup"]), MIN_SPEEDUP))
         ds.programs.append(r["hash"])
@@ -283,7 +307,7 @@ def batches(ds: Dataset, size: int, rng: np.random.Generator | None = None) -> l
     """Index lists of at most `size` samples of one (program, structure); shuffled when `rng` is given."""
     groups: dict[tuple, list[int]] = {}
     for k, (t, p) in enumerate(zip(ds.trees, ds.programs, strict=True)):
-        groups.setdefault((p, t.structure), []).append(k)
+        groups.setdefault((p, t.structure, ds.head[k] if ds.head else 0), []).append(k)
     out = []
     for idx in groups.values():
         if rng is not None:
@@ -316,16 +340,19 @@ def anchored_log_pred(model: CostModel, ds: Dataset, idx: list[int], scores: tor
     return with_forks(model, scores - anchor, [ds.trees[k] for k in idx])
 
 
-def batch_scores(model: CostModel, ds: Dataset, idx: list[int],
-                 device: str) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+def batch_scores(model: CostModel, ds: Dataset, idx: list[int], device: str,
+                 other_heads: nn.ModuleList | None = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """(the network's outputs for one batch, its output for the program's untransformed tree when the model
-    is anchored (else None), measured speedups)."""
+    is anchored (else None), measured speedups); a batch of another machine's labels (`Dataset.head`) is
+    answered by that machine's head of `other_heads`."""
     comps, target, structure = _tensors(ds, idx, device)
-    out = model.log_speedup(comps, structure)
+    k = ds.head[idx[0]] if ds.head else 0
+    head = other_heads[k - 1] if k else None
+    out = model.log_speedup(comps, structure, head)
     if not model.cfg.anchored:
         return out, None, target
     anchor = ds.trees[idx[0]].anchor
-    return out, model.log_speedup(torch.from_numpy(anchor.comps[None]).to(device), anchor.structure), target
+    return out, model.log_speedup(torch.from_numpy(anchor.comps[None]).to(device), anchor.structure, head), target
 
 
 def absolute_error(scores: torch.Tensor, anchor: torch.Tensor, log_ms: torch.Tensor,
@@ -357,15 +384,19 @@ def scores(model: CostModel, ds: Dataset) -> tuple[float, float]:
     return float(np.mean(np.abs(pred - y) / y)), float(np.exp(np.mean(np.log(ratios))))
 
 
-def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng: np.random.Generator) -> float:
+def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng: np.random.Generator,
+                other_heads: nn.ModuleList | None = None) -> float:
     """One pass over the training set; the mean MAPE of its batches (weighted by size), whatever `cfg.loss`
     it minimizes.  With `cfg.rank_weight` the loss adds that much `rank_loss` (a batch is one program's
-    schedules), with `cfg.absolute_weight` that much `absolute_error`."""
+    schedules), with `cfg.absolute_weight` that much `absolute_error`; other machines' samples train through
+    their heads in `other_heads`."""
     model.train()
+    if other_heads is not None:
+        other_heads.train()
     total, seen = 0.0, 0
     center = float(np.median(ds.anchor_log_ms)) if cfg.absolute_weight else 0.0  # the head starts near 0
     for idx in batches(ds, cfg.batch_size, rng):
-        scores_, anchor, target = batch_scores(model, ds, idx, cfg.device)
+        scores_, anchor, target = batch_scores(model, ds, idx, cfg.device, other_heads)
         log_pred = anchored_log_pred(model, ds, idx, scores_, anchor)
         error = mape(log_pred.exp(), target)
         order = torch.tensor([ds.order[k] for k in idx], device=cfg.device) if ds.order else None
@@ -407,13 +438,16 @@ def batch_loss(log_pred: torch.Tensor, target: torch.Tensor, taught: torch.Tenso
 class Trainer:
     """Model, optimizer (AdamW), one-cycle schedule and history; saved and resumed as one checkpoint."""
 
-    def __init__(self, cfg: TrainConfig, steps_per_epoch: int):
+    def __init__(self, cfg: TrainConfig, steps_per_epoch: int, other_heads: int = 0):
         if cfg.device == "cpu":
             torch.set_num_threads(cfg.threads)  # 2 threads on a busy 2-core machine run ~50x slower than 1
         torch.manual_seed(cfg.weights_seed)
         self.cfg = cfg
         self.model = CostModel(cfg.model).to(cfg.device)
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.max_lr, weight_decay=cfg.weight_decay)
+        # one regression head per other machine (TrainConfig.other_machines): trained, never saved in the model
+        self.other_heads = nn.ModuleList([self.model.new_head() for _ in range(other_heads)])
+        params = [*self.model.parameters(), *self.other_heads.parameters()]
+        self.opt = torch.optim.AdamW(params, lr=cfg.max_lr, weight_decay=cfg.weight_decay)
         self.sched = torch.optim.lr_scheduler.OneCycleLR(self.opt, max_lr=cfg.max_lr,
                                                          total_steps=max(1, cfg.epochs * steps_per_epoch))
         self.epoch, self.best, self.history = 0, math.inf, []
@@ -435,17 +469,21 @@ class Trainer:
                 **({"rank_teacher": self.cfg.rank_teacher} if self.cfg.rank_teacher else {}),
                 **({"absolute_weight": self.cfg.absolute_weight} if self.cfg.absolute_weight else {}),
                 **({"noise_weight": self.cfg.noise_weight} if self.cfg.noise_weight else {}),
+                **({"other_machines": list(self.cfg.other_machines)} if self.cfg.other_machines else {}),
                 **({"init_from": self.cfg.init_from} if self.cfg.init_from else {})}
 
     def state(self) -> dict:
         return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "sched": self.sched.state_dict(),
-                "epoch": self.epoch, "best": self.best, "history": self.history, "settings": self.settings()}
+                "epoch": self.epoch, "best": self.best, "history": self.history, "settings": self.settings(),
+                **({"other_heads": self.other_heads.state_dict()} if len(self.other_heads) else {})}
 
     def load(self, blob: dict, where: Path) -> None:
         if blob.get("settings") != self.settings():
             raise UsageError(f"{where} was trained with {blob.get('settings')}; resume with those settings "
                              "or train into a new --out folder")
         self.model.load_state_dict(blob["model"])
+        if len(self.other_heads):
+            self.other_heads.load_state_dict(blob["other_heads"])
         self.opt.load_state_dict(blob["opt"])
         self.sched.load_state_dict(blob["sched"])
         self.epoch, self.best, self.history = blob["epoch"], blob["best"], blob["history"]
@@ -462,10 +500,13 @@ def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) 
             **({"order_only": list(cfg.order_only)} if cfg.order_only else {}),
             **({"absolute_weight": cfg.absolute_weight} if cfg.absolute_weight else {}),
             **({"noise_weight": cfg.noise_weight} if cfg.noise_weight else {}),
+            **({"other_machines": list(cfg.other_machines)} if cfg.other_machines else {}),
             "history": history,
             "loss": cfg.loss, "rank_weight": cfg.rank_weight, "min_baseline_ms": cfg.min_baseline_ms,
-            "programs": {s: sorted(set(sets[s].programs)) for s in SPLITS},
-            "samples": {s: len(sets[s].trees) for s in SPLITS}}
+            "programs": {s: sorted(set(sets[s].own().programs)) for s in SPLITS},
+            "samples": {s: len(sets[s].own().trees) for s in SPLITS},
+            **({"other_machine_samples": len(sets["train"].trees) - len(sets["train"].own().trees)}
+               if cfg.other_machines else {})}
 
 
 def fine_tune_start(cfg: TrainConfig) -> tuple[dict | None, TrainConfig]:
@@ -533,7 +574,19 @@ def _labelled_rows(folders: list, cfg: TrainConfig) -> list[dict]:
     for folder in folders:
         mark = os.path.normpath(str(folder)) in order_only
         rows += [{**row, "order_only": True} if mark else row for row in load_rows(folder)]
-    return rows
+    return rows + _other_machine_rows(rows, cfg)
+
+
+def _other_machine_rows(own: list[dict], cfg: TrainConfig) -> list[dict]:
+    """The rows of `cfg.other_machines`' folders, each marked with its machine's head (1, 2, ... by machine id);
+    a folder timed on the machine of the main data is refused: it belongs among the data."""
+    rows = [r for folder in cfg.other_machines for r in load_rows(folder)]
+    machines = sorted({str(r.get("machine")) for r in rows})
+    same = {str(r["machine"]) for r in own if r.get("machine")} & set(machines)
+    if same:
+        raise UsageError(f"--other-machine: rows timed on {', '.join(sorted(same))}, the machine of the main data: "
+                         "give that folder as DATA")
+    return [{**r, "head": 1 + machines.index(str(r.get("machine")))} for r in rows]
 
 
 def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
@@ -561,7 +614,7 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
         sets["train"].order = teacher_order(cfg, sets["train"])
     if cfg.noise_weight:
         sets["train"].weight = noise_weights(sets["train"], program_noise(rows), cfg.noise_weight)
-    trainer = Trainer(cfg, len(batches(sets["train"], cfg.batch_size)))
+    trainer = Trainer(cfg, len(batches(sets["train"], cfg.batch_size)), max(sets["train"].head, default=0))
     if start is not None:
         trainer.model.load_state_dict(start)
     elif cfg.model.normalize:  # a resumed run loads the same statistics with its weights
@@ -571,7 +624,7 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
         log(f"resuming at epoch {trainer.epoch}")
     rng = np.random.default_rng(cfg.weights_seed + trainer.epoch)
     while trainer.epoch < cfg.epochs:
-        loss = train_epoch(trainer.model, sets["train"], trainer.opt, trainer.sched, cfg, rng)
+        loss = train_epoch(trainer.model, sets["train"], trainer.opt, trainer.sched, cfg, rng, trainer.other_heads)
         val, val_pick = scores(trainer.model, sets["validation"])
         trainer.epoch += 1
         trainer.history.append({"epoch": trainer.epoch, "train_mape": loss, "val_mape": val, "val_pick": val_pick})
@@ -589,6 +642,7 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
 def _report(out: Path, sets: dict[str, Dataset], cfg: TrainConfig, log) -> dict:
     """MAPE of the best model on every split, saved to OUT/metrics.json."""
     best, _ = load_model(out / "costmodel.pt", cfg.device)
+    sets = {s: sets[s].own() for s in SPLITS}  # the saved model answers for its own machine only
     both = {s: scores(best, sets[s]) for s in SPLITS}
     metrics = {**{f"mape_{s}": both[s][0] for s in SPLITS}, **{f"pick_{s}": both[s][1] for s in SPLITS}}
     metrics.update(samples={s: len(sets[s].trees) for s in SPLITS},
@@ -667,6 +721,10 @@ def _loss_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--absolute-weight", type=float, default=0.0, metavar="W",
                    help="add W x the error of the anchored scores against minus the measured log times of each "
                         "schedule and its original (a second target every row holds; with --anchored)")
+    p.add_argument("--other-machine", metavar="DATA", action="append", default=[],
+                   help="a folder of labels timed on another machine: its training programs teach the shared layers "
+                        "through a regression head of that machine's own; never validates or tests, and the saved "
+                        "model answers with this machine's head (repeatable)")
     p.add_argument("--noise-weight", type=float, default=0.0, metavar="TAU",
                    help="weigh each training row by TAU^2 / (TAU^2 + s^2), s its program's timing noise "
                         "(its identity row and the spread of its original's times; TAU ~ the training MAPE, "
@@ -695,6 +753,7 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
                       loss=args.loss, init_seed=args.init_seed, init_from=args.init_from,
                       order_only=tuple(args.order_only), rank_teacher=args.rank_teacher,
                       absolute_weight=args.absolute_weight, widen=args.widen, noise_weight=args.noise_weight,
+                      other_machines=tuple(args.other_machine),
                       fractions=(1.0 - test_share - args.validation_share, args.validation_share))
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
