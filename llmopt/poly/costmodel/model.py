@@ -105,6 +105,17 @@ def mlp(sizes: Sequence[int], dropout: float, last_plain: bool = False) -> nn.Se
     return nn.Sequential(*layers)
 
 
+def _initialize(module: nn.Module, head: nn.Sequential) -> None:
+    """A.1's initialization of `module`: Glorot weights, zero biases; `head`'s last layer zero, so that the
+    answer starts at speedup 1 (exp(0)) everywhere: MAPE 1 at worst."""
+    for p in module.parameters():
+        if p.dim() == 2:
+            nn.init.xavier_uniform_(p)
+        else:
+            nn.init.zeros_(p)
+    nn.init.zeros_(head[-1].weight)
+
+
 class CostModel(nn.Module):
     """Computation embedding -> recursive loop embedding -> regression (module docstring)."""
 
@@ -117,12 +128,7 @@ class CostModel(nn.Module):
         self.loop_lstm = nn.LSTM(e, e, batch_first=True)
         self.merge = mlp([2 * e, *cfg.loop_layers, e], cfg.dropout)
         self.head = mlp([e, *cfg.head_layers, 1], cfg.dropout, last_plain=True)
-        for p in self.parameters():
-            if p.dim() == 2:
-                nn.init.xavier_uniform_(p)
-            else:
-                nn.init.zeros_(p)
-        nn.init.zeros_(self.head[-1].weight)  # start at speedup 1 (exp(0)) everywhere: MAPE 1 at worst
+        _initialize(self, self.head)
         if cfg.fork_term:  # after the initialization above, which would zero it
             self.log_fork_cost = nn.Parameter(torch.tensor(math.log(FORK_COST)))
         if cfg.normalize:  # identity until set_input_stats; buffers, so saved and loaded with the weights
@@ -166,12 +172,7 @@ class CostModel(nn.Module):
         """A regression head shaped and initialized like the model's own (Glorot weights, zero biases, a zero
         last layer: it starts answering 1.0x)."""
         head = mlp([self.cfg.embed, *self.cfg.head_layers, 1], self.cfg.dropout, last_plain=True)
-        for p in head.parameters():
-            if p.dim() == 2:
-                nn.init.xavier_uniform_(p)
-            else:
-                nn.init.zeros_(p)
-        nn.init.zeros_(head[-1].weight)
+        _initialize(head, head)
         return head.to(next(self.parameters()).device)
 
     def forward(self, comps: torch.Tensor, structure: tuple) -> torch.Tensor:

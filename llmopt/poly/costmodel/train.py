@@ -495,6 +495,7 @@ def _checkpoint(path: Path, trainer: Trainer) -> None:
 
 
 def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) -> dict:
+    own = {s: sets[s].own() for s in SPLITS}  # the saved model answers for this machine's samples
     return {"data": data, "fractions": list(cfg.fractions), "seed": cfg.seed, "init_seed": cfg.weights_seed,
             **({"init_from": cfg.init_from} if cfg.init_from else {}),
             **({"order_only": list(cfg.order_only)} if cfg.order_only else {}),
@@ -503,9 +504,9 @@ def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) 
             **({"other_machines": list(cfg.other_machines)} if cfg.other_machines else {}),
             "history": history,
             "loss": cfg.loss, "rank_weight": cfg.rank_weight, "min_baseline_ms": cfg.min_baseline_ms,
-            "programs": {s: sorted(set(sets[s].own().programs)) for s in SPLITS},
-            "samples": {s: len(sets[s].own().trees) for s in SPLITS},
-            **({"other_machine_samples": len(sets["train"].trees) - len(sets["train"].own().trees)}
+            "programs": {s: sorted(set(own[s].programs)) for s in SPLITS},
+            "samples": {s: len(own[s].trees) for s in SPLITS},
+            **({"other_machine_samples": len(sets["train"].trees) - len(own["train"].trees)}
                if cfg.other_machines else {})}
 
 
