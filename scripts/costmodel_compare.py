@@ -22,6 +22,8 @@ schedule goes, whatever MAPE says?); a model that scores near the constant on it
 slower than 0.5x, the part of its MAPE they make, its MAPE without them, and its false alarms (answers under
 0.5x where the measured speedup is at least 0.8x): MAPE divides by the target, so a handful of missed 0.05x
 rows can outweigh the rest.
+`--neutral` adds "neutral": on the same programs, the part of the MAPE the rows measured at 0.8-1.25x make (70% of
+the rows, where answering 1.0x is hard to beat), for all schedules and per kind of transformation they hold.
 `--by-program` adds "by_program" (on the same test programs as "extremes"): how much of each model's MAPE its worst
 tenth of the programs makes, and its MAPE on the *steady* programs apart from the *unsteady* ones, by the program's
 untransformed schedule timed against itself (the identity row, the same executable on both sides: within
@@ -61,6 +63,9 @@ def main() -> int:
                    help="also score the programs whose original schedule runs at least this long")
     p.add_argument("--by-kind", action="store_true",
                    help="also score innermost interchanges and the rest apart, on the training and test programs")
+    p.add_argument("--neutral", action="store_true",
+                   help="also split out the neutral rows' part of the MAPE, per kind of transformation, on the "
+                        "training and test programs")
     p.add_argument("--by-program", action="store_true",
                    help="also score the worst programs' share and the steady and unsteady programs apart")
     args = p.parse_args()
@@ -94,6 +99,7 @@ def main() -> int:
                       "buckets": {m: error_buckets(model, test) for m, model in models.items()},
                       "extremes": extremes(models, judged),
                       **({"kinds": kinds} if kinds else {}),
+                      **({"neutral": neutral(rows, sets, models, args.min_baseline_ms)} if args.neutral else {}),
                       **({"by_program": by_program(rows, models, judged)} if args.by_program else {})}, indent=1))
     return 0
 
@@ -185,25 +191,63 @@ def touches_innermost(row: dict) -> bool:
     return any(t["kind"] == "interchange" and t["level"] >= depth[t["stmt"]] - 2 for t in row["schedule"])
 
 
-def by_kind(rows: list[dict], sets: dict[str, Dataset], models: dict, min_baseline_ms: float) -> dict:
-    """{split: {kind: {"samples", "always_1", model: {"mape", "log_corr"}}}} on the train and test programs."""
+def _splits(rows: list[dict], sets: dict[str, Dataset], models: dict, min_baseline_ms: float):
+    """For the train and test programs: (split, its rows, keep (a mask: programs >= `min_baseline_ms`), measured
+    speedups, {model: predictions}), the rows in the order of `sets[split]`'s samples."""
     import numpy as np
 
     from llmopt.poly.costmodel.train import split_of
 
     cfg, longer = TrainConfig(), {r["hash"] for r in at_least(rows, min_baseline_ms)}
-    out = {}
     for split in ("train", "test"):
         # featurize_rows keeps each split's rows in order, so the flags line up with the dataset's samples
         mine = [r for r in rows if split_of(r["hash"], cfg.fractions, cfg.seed) == split]
         if not mine:  # e.g. a retest folder holds test programs only
             continue
-        inner = np.array([touches_innermost(r) for r in mine], dtype=bool)
         keep = np.array([r["hash"] in longer for r in mine], dtype=bool)
-        ds, y = sets[split], np.asarray(sets[split].speedups)
-        preds = {m: predict_trees(model, ds.trees) for m, model in models.items()}
+        ds = sets[split]
+        yield split, mine, keep, np.asarray(ds.speedups), {m: predict_trees(model, ds.trees) for m, model in models.items()}
+
+
+def by_kind(rows: list[dict], sets: dict[str, Dataset], models: dict, min_baseline_ms: float) -> dict:
+    """{split: {kind: {"samples", "always_1", model: {"mape", "log_corr"}}}} on the train and test programs."""
+    import numpy as np
+
+    out = {}
+    for split, mine, keep, y, preds in _splits(rows, sets, models, min_baseline_ms):
+        inner = np.array([touches_innermost(r) for r in mine], dtype=bool)
         out[split] = {kind: _kind_scores(y[keep & sel], {m: p[keep & sel] for m, p in preds.items()})
                       for kind, sel in (("innermost interchange", inner), ("the rest", ~inner))}
+    return out
+
+
+NEUTRAL_RANGE = (0.8, 1.25)  # measured speedups a schedule's change hardly moves (the buckets' middle one)
+
+
+def neutral(rows: list[dict], sets: dict[str, Dataset], models: dict, min_baseline_ms: float) -> dict:
+    """{split: {kind: {"samples", "neutral", "always_1_of_total", model: {"of_total", "mape"}}}} on the train and
+    test programs: for all schedules and for those holding each kind of transformation, the part of the split's
+    MAPE its neutral rows (`NEUTRAL_RANGE`) make, and their own MAPE.  Where answering 1.0x makes less there, the
+    model moves where nothing changes; on its own training rows too, the features do not tell those rows apart."""
+    import numpy as np
+
+    lo, hi = NEUTRAL_RANGE
+    out = {}
+    for split, mine, keep, y, preds in _splits(rows, sets, models, min_baseline_ms):
+        n, calm = max(int(keep.sum()), 1), keep & (y >= lo) & (y < hi)
+        kinds = {"all": keep}
+        for name in sorted({t["kind"] for r in mine for t in r["schedule"]}):
+            kinds[name] = keep & np.array([any(t["kind"] == name for t in r["schedule"]) for r in mine], dtype=bool)
+        out[split] = {}
+        for name, sel in kinds.items():
+            m = sel & calm
+            entry = {"samples": int(sel.sum()), "neutral": int(m.sum()),
+                     "always_1_of_total": round(float((np.abs(1 - y[m]) / y[m]).sum() / n), 4)}
+            for model, p in preds.items():
+                ape = np.abs(p[m] - y[m]) / y[m]
+                entry[model] = {"of_total": round(float(ape.sum() / n), 4),
+                                "mape": round(float(ape.mean()), 4) if m.any() else None}
+            out[split][name] = entry
     return out
 
 

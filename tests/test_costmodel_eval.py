@@ -384,3 +384,39 @@ def test_costmodel_compare_by_program_splits_steady_from_unsteady_programs():
     assert got["always_1"]["unsteady"] == pytest.approx((1.0 + 0.0) / 2)
     # APE sums per program: a 0.5, b 1.0, c 0.2, d 0.75; the worst tenth of 4 programs is one: b
     assert got["always_1"]["worst_share"] == pytest.approx(1.0 / 2.45, abs=1e-3)
+
+
+def test_costmodel_compare_neutral_splits_out_the_rows_near_1x(model_and_data):
+    """`scripts/costmodel_compare.py`'s "neutral": the neutral rows' part of the MAPE, for every schedule and per
+    kind of transformation; a model that answers 1.0x everywhere makes exactly the constant's part, one that does
+    not makes more, and each kind counts only the schedules that hold it."""
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import costmodel_compare
+
+    from llmopt.poly.costmodel.train import TrainConfig, featurize_rows
+
+    _, data = model_and_data
+    rows = load_rows(data)
+    for r in rows:  # neutral rows at exactly 1.0x (the constant makes none of the MAPE there), the rest far off
+        r["speedup"] = 1.0 if not r["schedule"] else (1.0, 3.0, 0.5)[len(r["schedule"]) % 3]
+    sets = featurize_rows(rows, TrainConfig(), progress=False)
+    flat = CostModel(ModelConfig.tiny())  # the zero last layer answers 1.0x everywhere
+    torch.manual_seed(0)
+    moved = CostModel(ModelConfig.tiny())
+    torch.nn.init.normal_(moved.head[-1].weight, std=30.0)
+    got = costmodel_compare.neutral(rows, sets, {"flat": flat, "moved": moved}, 0.0)
+    for split in got.values():
+        whole = split["all"]
+        assert whole["neutral"] > 0 and whole["flat"]["of_total"] == whole["always_1_of_total"]
+        assert whole["always_1_of_total"] == 0.0 < whole["moved"]["of_total"]
+        kinds = [k for k in split if k != "all"]
+        assert kinds and all(split[k]["samples"] <= whole["samples"] for k in kinds)
+    mine = {t["kind"] for r in rows for t in r["schedule"]}
+    assert {k for s in got.values() for k in s} - {"all"} <= mine
+    assert np.isfinite(got[next(iter(got))]["all"]["moved"]["mape"])
