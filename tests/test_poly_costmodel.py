@@ -1490,3 +1490,27 @@ def test_a_widened_fine_tune_starts_where_the_old_model_answered(tmp_path):
     assert len(set(answers)) > 1  # not a constant model, so the equality says something
     _, plain = fine_tune_start(TrainConfig(init_from=str(tmp_path / "old.pt")))
     assert plain.model.comp_features == PLAIN_FEATURES  # without --widen the file's architecture stays
+
+
+def test_ema_saves_the_moving_average_with_the_input_statistics_and_resumes(data_dir, tmp_path):
+    """`--ema DECAY`: the saved model is the weights' moving average, not the last step's weights; it standardizes
+    its inputs by the training split's statistics (set after the average was made: its first update copies them);
+    a checkpoint keeps the average, and a run with another decay is not resumed from it."""
+    from llmopt.poly.costmodel.train import _config, parser
+
+    cfg = TrainConfig(epochs=2, fractions=(0.5, 0.25), ema=0.9,
+                      model=dataclasses.replace(ModelConfig.tiny(), anchored=True, normalize=True))
+    metrics = train([data_dir], tmp_path / "run", cfg, log=lambda *_: None, progress=False)
+    saved, _ = load_model(tmp_path / "run" / "costmodel.pt")
+    last = torch.load(tmp_path / "run" / "last.pt", weights_only=False)
+    assert last["settings"]["ema"] == 0.9 and last["ema"]["n_averaged"].item() > 1
+    weights = last["model"]
+    assert not torch.equal(saved.state_dict()["head.0.weight"], weights["head.0.weight"])  # not the last step's
+    assert torch.equal(saved.in_std, weights["in_std"]) and not torch.all(saved.in_std == 1)
+    again = train([data_dir], tmp_path / "run", cfg, log=lambda *_: None, progress=False)  # resumed: loads the average
+    assert again["mape_train"] == pytest.approx(metrics["mape_train"])
+    with pytest.raises(UsageError, match="trained with"):
+        train([data_dir], tmp_path / "run", dataclasses.replace(cfg, ema=0.99), log=lambda *_: None, progress=False)
+    assert _config(parser().parse_args([str(data_dir), "--ema", "0.999"]))[2].ema == 0.999
+    with pytest.raises(UsageError, match="--ema"):
+        _config(parser().parse_args([str(data_dir), "--ema", "1"]))

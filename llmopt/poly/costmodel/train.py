@@ -86,6 +86,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from llmopt.errors import UsageError, run_main
 from llmopt.outputs import atomic_target
@@ -153,6 +154,9 @@ class TrainConfig:
     # With `init_from` a model from before the compiler view: give it the view's inputs, their weights zero,
     # so it starts answering exactly as the file does and the fine-tune teaches it to read them.
     widen: bool = False
+    # Decay of an exponential moving average of the weights, updated after every step (0: off): the average, not
+    # the last step's weights, is validated and saved.  Why: an ensemble's gain without its cost at search time.
+    ema: float = 0.0
     model: ModelConfig = field(default_factory=ModelConfig)
 
     @property
@@ -385,11 +389,11 @@ def scores(model: CostModel, ds: Dataset) -> tuple[float, float]:
 
 
 def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng: np.random.Generator,
-                other_heads: nn.ModuleList | None = None) -> float:
+                other_heads: nn.ModuleList | None = None, ema: AveragedModel | None = None) -> float:
     """One pass over the training set; the mean MAPE of its batches (weighted by size), whatever `cfg.loss`
     it minimizes.  With `cfg.rank_weight` the loss adds that much `rank_loss` (a batch is one program's
     schedules), with `cfg.absolute_weight` that much `absolute_error`; other machines' samples train through
-    their heads in `other_heads`."""
+    their heads in `other_heads`; `ema`, when given, averages the weights after every step."""
     model.train()
     if other_heads is not None:
         other_heads.train()
@@ -411,6 +415,8 @@ def train_epoch(model: CostModel, ds: Dataset, opt, sched, cfg: TrainConfig, rng
         loss.backward()
         opt.step()
         sched.step()
+        if ema is not None:
+            ema.update_parameters(model)
         total += error.item() * len(idx)
         seen += len(idx)
     return total / max(seen, 1)
@@ -447,10 +453,19 @@ class Trainer:
         # one regression head per other machine (TrainConfig.other_machines): trained, never saved in the model
         self.other_heads = nn.ModuleList([self.model.new_head() for _ in range(other_heads)])
         params = [*self.model.parameters(), *self.other_heads.parameters()]
+        # The first update copies the weights, input statistics included (they are set after this): buffers
+        # are averaged as parameters are, and constant ones stay what they are.
+        self.ema = (AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(cfg.ema), use_buffers=True)
+                    if cfg.ema else None)
         self.opt = torch.optim.AdamW(params, lr=cfg.max_lr, weight_decay=cfg.weight_decay)
         self.sched = torch.optim.lr_scheduler.OneCycleLR(self.opt, max_lr=cfg.max_lr,
                                                          total_steps=max(1, cfg.epochs * steps_per_epoch))
         self.epoch, self.best, self.history = 0, math.inf, []
+
+    @property
+    def answering(self) -> CostModel:
+        """The weights validated and saved: the moving average's with `TrainConfig.ema`, else the model's."""
+        return self.model if self.ema is None else self.ema.module
 
     def settings(self) -> dict:
         """What a resumed run must share with the checkpoint (the one-cycle schedule spans all epochs)."""
@@ -470,12 +485,14 @@ class Trainer:
                 **({"absolute_weight": self.cfg.absolute_weight} if self.cfg.absolute_weight else {}),
                 **({"noise_weight": self.cfg.noise_weight} if self.cfg.noise_weight else {}),
                 **({"other_machines": list(self.cfg.other_machines)} if self.cfg.other_machines else {}),
-                **({"init_from": self.cfg.init_from} if self.cfg.init_from else {})}
+                **({"init_from": self.cfg.init_from} if self.cfg.init_from else {}),
+                **({"ema": self.cfg.ema} if self.cfg.ema else {})}
 
     def state(self) -> dict:
         return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "sched": self.sched.state_dict(),
                 "epoch": self.epoch, "best": self.best, "history": self.history, "settings": self.settings(),
-                **({"other_heads": self.other_heads.state_dict()} if len(self.other_heads) else {})}
+                **({"other_heads": self.other_heads.state_dict()} if len(self.other_heads) else {}),
+                **({"ema": self.ema.state_dict()} if self.ema is not None else {})}
 
     def load(self, blob: dict, where: Path) -> None:
         if blob.get("settings") != self.settings():
@@ -484,6 +501,8 @@ class Trainer:
         self.model.load_state_dict(blob["model"])
         if len(self.other_heads):
             self.other_heads.load_state_dict(blob["other_heads"])
+        if self.ema is not None:
+            self.ema.load_state_dict(blob["ema"])
         self.opt.load_state_dict(blob["opt"])
         self.sched.load_state_dict(blob["sched"])
         self.epoch, self.best, self.history = blob["epoch"], blob["best"], blob["history"]
@@ -625,15 +644,16 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
         log(f"resuming at epoch {trainer.epoch}")
     rng = np.random.default_rng(cfg.weights_seed + trainer.epoch)
     while trainer.epoch < cfg.epochs:
-        loss = train_epoch(trainer.model, sets["train"], trainer.opt, trainer.sched, cfg, rng, trainer.other_heads)
-        val, val_pick = scores(trainer.model, sets["validation"])
+        loss = train_epoch(trainer.model, sets["train"], trainer.opt, trainer.sched, cfg, rng, trainer.other_heads,
+                           trainer.ema)
+        val, val_pick = scores(trainer.answering, sets["validation"])
         trainer.epoch += 1
         trainer.history.append({"epoch": trainer.epoch, "train_mape": loss, "val_mape": val, "val_pick": val_pick})
         # The best model by what the run trains for: MAPE, or the order when the ranking loss is on.
         score = (1 - val_pick if cfg.rank_weight else val) if not math.isnan(val) else loss
         if score < trainer.best or not (out / "costmodel.pt").exists():
             trainer.best = score
-            save_model(trainer.model, out / "costmodel.pt", _meta(sets, cfg, trainer.history, str(data)))
+            save_model(trainer.answering, out / "costmodel.pt", _meta(sets, cfg, trainer.history, str(data)))
         _checkpoint(out / "last.pt", trainer)
         log(f"epoch {trainer.epoch}/{cfg.epochs}: train MAPE {loss:.3f}, validation MAPE {val:.3f}, "
             f"pick ratio {val_pick:.3f}")
@@ -701,6 +721,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--widen", action="store_true",
                    help="with --init-from a model from before the compiler, traffic, parallel or memory view: add the missing inputs "
                         "with zero weights (it starts answering as the file does) and fine-tune them in")
+    p.add_argument("--ema", type=float, default=0.0, metavar="DECAY",
+                   help="validate and save an exponential moving average of the weights with this decay per step "
+                        "(e.g. 0.999; default 0: the weights themselves)")
     p.add_argument("--init-from", metavar="MODEL",
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
                         "(so not with --tiny, --dropout or --normalize), e.g. to add new labels at a low --lr")
@@ -741,6 +764,8 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
     if args.fork_term and not (args.anchored and FEATURE_SETS[args.features] >= FEATURE_SETS["parallel"]):
         raise UsageError("--fork-term reads the parallel view and adds to an anchored answer: add --anchored "
                          "(and --features parallel or memory)")
+    if not 0.0 <= args.ema < 1.0:
+        raise UsageError(f"--ema {args.ema:g}: a decay lies in [0, 1) (0: off; 0.999 averages ~1,000 steps)")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available; use --device cpu")
     test_share = 1.0 - sum(TrainConfig.fractions)  # fixed, so that every run tests on the same programs
@@ -754,7 +779,7 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
                       loss=args.loss, init_seed=args.init_seed, init_from=args.init_from,
                       order_only=tuple(args.order_only), rank_teacher=args.rank_teacher,
                       absolute_weight=args.absolute_weight, widen=args.widen, noise_weight=args.noise_weight,
-                      other_machines=tuple(args.other_machine),
+                      other_machines=tuple(args.other_machine), ema=args.ema,
                       fractions=(1.0 - test_share - args.validation_share, args.validation_share))
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
