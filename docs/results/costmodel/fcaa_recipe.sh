@@ -24,3 +24,15 @@ rebuild_pair() {
   for s in 0 1; do $T $old --out $1/sc-s$s $R0 --init-seed $s & done; wait
   $E $1/sc-s0/costmodel.pt $1/sc-s1/costmodel.pt --out $1/sc-ens.pt
 }
+
+# run_recipe NAME S [OPTIONS...] (from a runs.sh that sets D, the folder, and O, the runs' folder): the recipe with
+# the fork term, the memory view and --validation-share 0.05 (the fifty-third session's), plus OPTIONS, seed S,
+# into $O/NAME-sS, in the background; runs after the first start from $O/base-s0's features cache (features
+# depend on neither the options nor the machine)
+run_recipe() {
+  local name=$1 s=$2; shift 2
+  mkdir -p $O/$name-s$s
+  [ -f $O/base-s0/features.pkl ] && [ ! -f $O/$name-s$s/features.pkl ] && cp $O/base-s0/features.pkl $O/$name-s$s/
+  $T $D --out $O/$name-s$s $R --fork-term --features memory --validation-share 0.05 --init-seed $s "$@" \
+    > $O/$name-s$s.log 2>&1 &
+}

@@ -52,6 +52,11 @@ from its own labels (multi-task learning: a folder of one VM grows ~90 programs 
 while another VM's folders hold 700 more programs).  Those rows never validate or test, and the
 saved model is the shared layers with this machine's head: it reads and answers like any other.
 
+`--ema DECAY` validates and saves an exponential moving average of the weights (updated after every step)
+instead of the weights themselves: members of an ensemble each gain ~0.003 MAPE for its size in search time, and
+an average over the last steps is a cheap try at the same.  Under the one-cycle schedule, whose rate falls to
+~0 at the end, it scored as the weights did (docs/results/costmodel/README.md, fifty-fifth session).
+
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
 predict its speedups no better than answering 1.0x (MAPE 0.172 against 0.174 on the test programs' transformed

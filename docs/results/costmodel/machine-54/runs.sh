@@ -15,19 +15,10 @@ O=runs/s54
 FA56="--other-machine data/poly-costmodel-fa56 --other-machine data/poly-costmodel-fa56-5ms --other-machine data/poly-costmodel-fa56-inner"
 ALL="$FA56 --other-machine data/poly-costmodel --other-machine data/poly-costmodel-large"
 mkdir -p $O
-# run NAME S [OPTIONS...]: the recipe plus OPTIONS, seed S, into $O/NAME-sS, in the background; runs after the
-# first start from its features cache (features depend on neither the options nor the machine)
-run() {
-  local name=$1 s=$2; shift 2
-  mkdir -p $O/$name-s$s
-  [ -f $O/base-s0/features.pkl ] && [ ! -f $O/$name-s$s/features.pkl ] && cp $O/base-s0/features.pkl $O/$name-s$s/
-  $T $D --out $O/$name-s$s $R --fork-term --features memory --validation-share 0.05 --init-seed $s "$@" \
-    > $O/$name-s$s.log 2>&1 &
-}
-run base 0; wait
-run fa56 0 $FA56; run base 1; wait
-run fa56 1 $FA56; run all 0 $ALL; wait
-run base 2; run fa56 2 $FA56; wait
+run_recipe base 0; wait
+run_recipe fa56 0 $FA56; run_recipe base 1; wait
+run_recipe fa56 1 $FA56; run_recipe all 0 $ALL; wait
+run_recipe base 2; run_recipe fa56 2 $FA56; wait
 $E $O/base-s{0,1}/costmodel.pt --out $O/base-ens2.pt
 $E $O/base-s{0,1,2}/costmodel.pt --out $O/base-ens3.pt
 $E $O/fa56-s{0,1}/costmodel.pt --out $O/fa56-ens2.pt
