@@ -221,7 +221,7 @@ def by_kind(rows: list[dict], sets: dict[str, Dataset], models: dict, min_baseli
     return out
 
 
-NEUTRAL_RANGE = (0.8, 1.25)  # measured speedups a schedule's change hardly moves (the buckets' middle one)
+NEUTRAL_RANGE = BUCKETS[3:5]  # measured speedups a schedule hardly moves: the buckets' middle one, 0.8-1.25x
 
 
 def neutral(rows: list[dict], sets: dict[str, Dataset], models: dict, min_baseline_ms: float) -> dict:

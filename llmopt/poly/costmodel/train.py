@@ -53,8 +53,8 @@ while another VM's folders hold 700 more programs).  Those rows never validate o
 saved model is the shared layers with this machine's head: it reads and answers like any other.
 
 `--ema DECAY` validates and saves an exponential moving average of the weights (updated after every step)
-instead of the weights themselves: members of an ensemble each gain ~0.003 MAPE for its size in search time, and
-an average over the last steps is a cheap try at the same.  Under the one-cycle schedule, whose rate falls to
+instead of the weights themselves: an ensemble gains ~0.003 MAPE a member but costs a member's inference in
+every search, and an average over the last steps is a cheap try at the same gain.  Under the one-cycle schedule, whose rate falls to
 ~0 at the end, it scored as the weights did (docs/results/costmodel/README.md, fifty-fifth session).
 
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
