@@ -24,6 +24,10 @@ slower than 0.5x, the part of its MAPE they make, its MAPE without them, and its
 rows can outweigh the rest.
 `--neutral` adds "neutral": on the same programs, the part of the MAPE the rows measured at 0.8-1.25x make (70% of
 the rows, where answering 1.0x is hard to beat), for all schedules and per kind of transformation they hold.
+`--by-share` adds "by_share": on the same programs, the transformed schedules by the share of the program's
+iterations in the computations they change (`features.changed_share`): a schedule that leaves most of the work as
+it was can move the time little (Amdahl), so a model should answer near 1.0x there; each range's MAPE and part of
+the split's MAPE, against the constant's.
 `--by-program` adds "by_program" (on the same test programs as "extremes"): how much of each model's MAPE its worst
 tenth of the programs makes, and its MAPE on the *steady* programs apart from the *unsteady* ones, by the program's
 untransformed schedule timed against itself (the identity row, the same executable on both sides: within
@@ -66,6 +70,9 @@ def main() -> int:
     p.add_argument("--neutral", action="store_true",
                    help="also split out the neutral rows' part of the MAPE, per kind of transformation, on the "
                         "training and test programs")
+    p.add_argument("--by-share", action="store_true",
+                   help="also score the schedules apart by the share of the work they change, on the training and "
+                        "test programs")
     p.add_argument("--by-program", action="store_true",
                    help="also score the worst programs' share and the steady and unsteady programs apart")
     args = p.parse_args()
@@ -100,6 +107,7 @@ def main() -> int:
                       "extremes": extremes(models, judged),
                       **({"kinds": kinds} if kinds else {}),
                       **({"neutral": neutral(rows, sets, models, args.min_baseline_ms)} if args.neutral else {}),
+                      **({"by_share": by_share(rows, sets, models, args.min_baseline_ms)} if args.by_share else {}),
                       **({"by_program": by_program(rows, models, judged)} if args.by_program else {})}, indent=1))
     return 0
 
@@ -248,6 +256,36 @@ def neutral(rows: list[dict], sets: dict[str, Dataset], models: dict, min_baseli
                 entry[model] = {"of_total": round(float(ape.sum() / n), 4),
                                 "mape": round(float(ape.mean()), 4) if m.any() else None}
             out[split][name] = entry
+    return out
+
+
+SHARES = (0.0, 0.01, 0.2, 0.9, 1.0)  # ranges of `features.changed_share`; the last one includes 1.0
+
+
+def by_share(rows: list[dict], sets: dict[str, Dataset], models: dict, min_baseline_ms: float) -> dict:
+    """{split: {range: {"samples", "always_1", "always_1_of_total", model: {"mape", "of_total"}}}} on the train
+    and test programs' transformed schedules, by the share of the work they change (module docstring); "of_total"
+    is the part of the split's MAPE (all its rows, identities included) the range makes."""
+    import numpy as np
+
+    from llmopt.poly.costmodel.features import changed_share
+
+    out = {}
+    for split, mine, keep, y, preds in _splits(rows, sets, models, min_baseline_ms):
+        share = np.array([changed_share(t) for t in sets[split].trees])
+        moved = keep & np.array([bool(r["schedule"]) for r in mine], dtype=bool)
+        n, out[split] = max(int(keep.sum()), 1), {}
+        for lo, hi in zip(SHARES[:-1], SHARES[1:], strict=True):
+            m = moved & (share >= lo) & ((share < hi) | (hi == SHARES[-1]))
+            if not m.any():
+                continue
+            ape_1 = np.abs(1 - y[m]) / y[m]
+            entry = {"samples": int(m.sum()), "always_1": round(float(ape_1.mean()), 4),
+                     "always_1_of_total": round(float(ape_1.sum() / n), 4)}
+            for model, p in preds.items():
+                ape = np.abs(p[m] - y[m]) / y[m]
+                entry[model] = {"mape": round(float(ape.mean()), 4), "of_total": round(float(ape.sum() / n), 4)}
+            out[split][f"[{lo:g}, {hi:g}{']' if hi == SHARES[-1] else ')'}"] = entry
     return out
 
 

@@ -420,3 +420,30 @@ def test_costmodel_compare_neutral_splits_out_the_rows_near_1x(model_and_data):
     mine = {t["kind"] for r in rows for t in r["schedule"]}
     assert {k for s in got.values() for k in s} - {"all"} <= mine
     assert np.isfinite(got[next(iter(got))]["all"]["moved"]["mape"])
+
+
+def test_costmodel_compare_by_share_splits_the_schedules_by_the_work_they_change(model_and_data):
+    """`scripts/costmodel_compare.py`'s "by_share": every transformed schedule falls in exactly one range of
+    `features.changed_share` (identities in none), the constant's figures are its own, and a model that answers
+    1.0x everywhere scores exactly the constant in every range."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import costmodel_compare
+
+    from llmopt.poly.costmodel.features import changed_share
+    from llmopt.poly.costmodel.train import TrainConfig, featurize_rows, split_of
+
+    _, data = model_and_data
+    rows = load_rows(data)
+    cfg = TrainConfig()
+    sets = featurize_rows(rows, cfg, progress=False)
+    got = costmodel_compare.by_share(rows, sets, {"flat": CostModel(ModelConfig.tiny())}, 0.0)
+    assert got
+    for split, ranges in got.items():
+        moved = [r for r in rows if r["schedule"] and split_of(r["hash"], cfg.fractions, cfg.seed) == split]
+        assert sum(r["samples"] for r in ranges.values()) == len(moved) > 0
+        assert all(0.0 <= changed_share(t) <= 1.0 for t in sets[split].trees)
+        for r in ranges.values():
+            assert r["flat"] == {"mape": r["always_1"], "of_total": r["always_1_of_total"]}

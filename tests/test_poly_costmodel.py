@@ -399,6 +399,19 @@ def test_an_anchored_model_answers_score_differences_and_the_identity_exactly_on
     assert all(len(ids) == 1 for ids in by_program.values()) and len(by_program) > 1
 
 
+def test_changed_share_is_the_work_of_the_computations_a_schedule_changes():
+    """`features.changed_share`: 2mm (small) runs two nests, S0 (16 x 18) with S1 (16 x 18 x 20) and S2 (16 x 22)
+    with S3 (16 x 22 x 18), 12,736 iterations.  Unrolling S3 changes S3's vector alone; parallelizing S3's outer
+    loop changes S2's too (they share it); both nests' outer loops change everything; the identity nothing."""
+    from llmopt.poly.costmodel.features import changed_share
+
+    mm = benchmark("2mm", small=True)
+    total = 16 * 18 + 16 * 18 * 20 + 16 * 22 + 16 * 22 * 18
+    got = [changed_share(featurize(mm, Schedule(ts))) for ts in
+           ((), (Unroll("S3", 2, 4),), (Parallel("S3", 0),), (Parallel("S1", 0), Parallel("S3", 0)))]
+    assert got == pytest.approx([0.0, 16 * 22 * 18 / total, (16 * 22 + 16 * 22 * 18) / total, 1.0])
+
+
 def test_the_fork_term_adds_a_learned_cost_per_fork_to_the_time_ratio(tmp_path):
     """`ModelConfig.fork_term`: gemm (small) with its innermost k loop parallel forks 18 x 20 = 360 times over
     18 x 20 + 18 x 20 x 22 = 8,280 untransformed iterations; at the network's zero start (1.0x) the answer is

@@ -541,10 +541,27 @@ def fork_load(tree: Tree) -> float:
     entered = [_unsquash(c[forks]) for c in tree.comps if c[tag] > 0.5]
     if not entered:
         return 0.0
-    origin = tree.anchor.comps
-    loops = origin[:, : MAX_LOOPS * LOOP_FEATURES].reshape(len(origin), MAX_LOOPS, LOOP_FEATURES)
-    extents = np.where(loops[..., LOOP_PRESENT] > 0.5, _unsquash(loops[..., LOOP_EXTENT]), 1.0)
-    return float(sum(entered) / max(extents.prod(axis=1).sum(), 1.0))
+    return float(sum(entered) / max(_iterations(tree.anchor.comps).sum(), 1.0))
+
+
+def changed_share(tree: Tree) -> float:
+    """The share of the untransformed program's iterations that run in computations whose vectors `tree`'s schedule
+    changed (0 for the untransformed tree itself).  A computation's vector reads its own schedule and that of every
+    statement under its outermost loop (`_comp_key`), so one the schedule leaves unchanged runs its loops as before:
+    by Amdahl's law, the rest of the program is all the schedule can speed up or slow down.  Iterations (the
+    product of the loops' extents) stand for time; per-iteration costs differ by a few times."""
+    if tree.origin is None:
+        return 0.0
+    origin = tree.origin.comps
+    work = _iterations(origin)
+    return float(work[np.any(tree.comps != origin, axis=1)].sum() / max(work.sum(), 1.0))
+
+
+def _iterations(comps: np.ndarray) -> np.ndarray:
+    """Each computation's iterations in an untransformed tree's vectors: the product of its loops' extents (that
+    tree has no tiles)."""
+    loops = comps[:, : MAX_LOOPS * LOOP_FEATURES].reshape(len(comps), MAX_LOOPS, LOOP_FEATURES)
+    return np.where(loops[..., LOOP_PRESENT] > 0.5, _unsquash(loops[..., LOOP_EXTENT]), 1.0).prod(axis=1)
 
 
 def _unsquash(x):
