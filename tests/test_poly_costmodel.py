@@ -643,6 +643,26 @@ def test_a_smaller_validation_share_trains_on_more_programs_and_tests_on_the_sam
             splits(["--validation-share", bad])
 
 
+def test_width_scales_every_layer_and_the_model_file_keeps_it(tmp_path):
+    """`--width F`: every hidden layer and the embedding F times A.1's (so about F^2 the weights), the inputs as
+    they were; the file's config rebuilds the same network; a width with --init-from, or not positive, is refused."""
+    from llmopt.poly.costmodel.train import _config, parser
+
+    def model(*argv):
+        return _config(parser().parse_args(["data", *argv]))[2].model
+
+    full, half = model(), model("--width", "0.5")
+    assert (half.comp_layers, half.embed, half.loop_layers, half.head_layers) == ((300, 175, 100), 90, (100,), (100, 90))
+    assert half.comp_features == full.comp_features
+    weights = [sum(p.numel() for p in CostModel(c).parameters()) for c in (full, half)]
+    assert 0.2 < weights[1] / weights[0] < 0.35
+    save_model(CostModel(half), tmp_path / "half.pt")
+    assert load_model(tmp_path / "half.pt")[0].cfg == half
+    for argv in (["--width", "0"], ["--width", "0.5", "--init-from", "m.pt"]):
+        with pytest.raises(UsageError, match="width"):
+            model(*argv)
+
+
 def test_a_fine_tune_starts_from_the_files_weights_statistics_and_architecture(data_dir, tmp_path):
     """`--init-from MODEL`: the run starts where MODEL ended (weights and the input statistics it was fitted
     with, not the new data's), in MODEL's architecture; an ensemble or a missing file is a clear error."""

@@ -89,6 +89,15 @@ class ModelConfig:
     anchored: bool = False  # answer score(tree) - score(untransformed tree) (module docstring); absent in older files
     fork_term: bool = False  # add C x fork_load to the time ratio (module docstring; anchored only); absent in older files
 
+    def scaled(self, factor: float) -> ModelConfig:
+        """Every layer `factor` times as wide (at least 1 unit); the inputs and the output stay."""
+        def size(n: int) -> int:
+            return max(1, round(n * factor))
+
+        return dataclasses.replace(self, comp_layers=tuple(map(size, self.comp_layers)), embed=size(self.embed),
+                                   loop_layers=tuple(map(size, self.loop_layers)),
+                                   head_layers=tuple(map(size, self.head_layers)))
+
     @staticmethod
     def tiny() -> ModelConfig:
         """A small model for tests: same architecture, ~1/100 of the parameters."""

@@ -57,6 +57,10 @@ instead of the weights themselves: an ensemble gains ~0.003 MAPE a member but co
 every search, and an average over the last steps is a cheap try at the same gain.  Under the one-cycle schedule, whose rate falls to
 ~0 at the end, it scored as the weights did (docs/results/costmodel/README.md, fifty-fifth session).
 
+`--width F` makes every layer F times A.1's width (`model.ModelConfig.scaled`): A.1's 1.3M weights were sized for
+millions of schedules, ours are ~25k of ~850 programs, and the network fits its training rows far closer than it
+answers held-out ones.
+
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
 predict its speedups no better than answering 1.0x (MAPE 0.172 against 0.174 on the test programs' transformed
@@ -700,6 +704,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--tiny", action="store_true", help="the small test model instead of A.1's sizes")
+    p.add_argument("--width", type=float, default=1.0,
+                   help="every layer this many times A.1's width (or --tiny's): fewer weights for few programs")
     p.add_argument("--dropout", type=float, help=f"dropout after every layer (default A.1's {ModelConfig.dropout})")
     p.add_argument("--normalize", action="store_true",
                    help="standardize the inputs by the training split's statistics (not in the paper; learns far faster)")
@@ -762,10 +768,12 @@ def _loss_options(p: argparse.ArgumentParser) -> None:
 
 def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
     """(data, out, the training settings) of the command line."""
-    if args.init_from and (args.tiny or args.dropout is not None or args.normalize
+    if args.init_from and (args.tiny or args.dropout is not None or args.normalize or args.width != 1.0
                            or args.features != "parallel"):
-        raise UsageError("--init-from takes the architecture from the model file: drop --tiny, --dropout, --normalize "
-                         "and --features/--plain-features")
+        raise UsageError("--init-from takes the architecture from the model file: drop --tiny, --width, --dropout, "
+                         "--normalize and --features/--plain-features")
+    if args.width <= 0:
+        raise UsageError(f"--width {args.width:g}: a factor of the layers' widths is positive")
     if args.fork_term and not (args.anchored and FEATURE_SETS[args.features] >= FEATURE_SETS["parallel"]):
         raise UsageError("--fork-term reads the parallel view and adds to an anchored answer: add --anchored "
                          "(and --features parallel or memory)")
@@ -794,7 +802,7 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
         cfg.model = dataclasses.replace(cfg.model, anchored=True)
     if args.fork_term:
         cfg.model = dataclasses.replace(cfg.model, fork_term=True)
-    cfg.model = dataclasses.replace(cfg.model, comp_features=FEATURE_SETS[args.features])
+    cfg.model = dataclasses.replace(cfg.model.scaled(args.width), comp_features=FEATURE_SETS[args.features])
     return args.data, args.out, cfg
 
 
