@@ -8,7 +8,8 @@ is the original's, character for character: any distance of their measured speed
 noise, so their constant MAPE is a floor no model passes.  "inner_tiling": the schedules that are one tiling of a
 statement's two innermost loops, by how many tiles the inner loop's extent makes (extent / tile size; under 1
 the inner tile loop runs once, a tiling of the outer loop alone): MAPE of the model and of the constant, and the
-measured speedups' spread."""
+measured speedups' spread.  "by_length": the schedules by how many transformations they hold (0: the identity rows,
+the same executable timed against itself)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,10 @@ def main() -> int:
                 ratio[k] = inner_ratio(prog, r["schedule"][0]) or np.nan
         tiled = {f"[{lo:g}, {hi:g})": scores(y[m], p[m], n) for lo, hi in zip(RATIOS[:-1], RATIOS[1:], strict=True)
                  if (m := (ratio >= lo) & (ratio < hi)).any()}
-        out[split] = {"rows": n, "same_code": scores(y[same], p[same], n), "inner_tiling": tiled}
+        length = np.array([len(r["schedule"]) for r in mine])
+        by_length = {str(k): scores(y[m], p[m], n) for k in sorted(set(length)) if (m := keep & (length == k)).any()}
+        out[split] = {"rows": n, "same_code": scores(y[same], p[same], n), "inner_tiling": tiled,
+                      "by_length": by_length}
     print(json.dumps(out, indent=1))
     return 0
 
