@@ -249,13 +249,21 @@ def neutral(rows: list[dict], sets: dict[str, Dataset], models: dict, min_baseli
         out[split] = {}
         for name, sel in kinds.items():
             m = sel & calm
-            entry = {"samples": int(sel.sum()), "neutral": int(m.sum()),
-                     "always_1_of_total": round(float((np.abs(1 - y[m]) / y[m]).sum() / n), 4)}
-            for model, p in preds.items():
-                ape = np.abs(p[m] - y[m]) / y[m]
-                entry[model] = {"of_total": round(float(ape.sum() / n), 4),
-                                "mape": round(float(ape.mean()), 4) if m.any() else None}
-            out[split][name] = entry
+            out[split][name] = {"samples": int(sel.sum()), "neutral": int(m.sum()), **_part(y, preds, m, n)}
+    return out
+
+
+def _part(y, preds: dict, m, n: int) -> dict:
+    """{"always_1_of_total", model: {"of_total", "mape"}}: the part of a split's MAPE (over its `n` rows) that the
+    rows of mask `m` make, answering 1.0x and by each model's predictions, and the models' MAPE on them (None on
+    no rows)."""
+    import numpy as np
+
+    out: dict = {"always_1_of_total": round(float((np.abs(1 - y[m]) / y[m]).sum() / n), 4)}
+    for model, p in preds.items():
+        ape = np.abs(p[m] - y[m]) / y[m]
+        out[model] = {"of_total": round(float(ape.sum() / n), 4),
+                      "mape": round(float(ape.mean()), 4) if m.any() else None}
     return out
 
 
@@ -279,13 +287,8 @@ def by_share(rows: list[dict], sets: dict[str, Dataset], models: dict, min_basel
             m = moved & (share >= lo) & ((share < hi) | (hi == SHARES[-1]))
             if not m.any():
                 continue
-            ape_1 = np.abs(1 - y[m]) / y[m]
-            entry = {"samples": int(m.sum()), "always_1": round(float(ape_1.mean()), 4),
-                     "always_1_of_total": round(float(ape_1.sum() / n), 4)}
-            for model, p in preds.items():
-                ape = np.abs(p[m] - y[m]) / y[m]
-                entry[model] = {"mape": round(float(ape.mean()), 4), "of_total": round(float(ape.sum() / n), 4)}
-            out[split][f"[{lo:g}, {hi:g}{']' if hi == SHARES[-1] else ')'}"] = entry
+            out[split][f"[{lo:g}, {hi:g}{']' if hi == SHARES[-1] else ')'}"] = {
+                "samples": int(m.sum()), "always_1": round(always_1_mape(y[m]), 4), **_part(y, preds, m, n)}
     return out
 
 

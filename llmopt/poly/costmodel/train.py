@@ -54,8 +54,9 @@ saved model is the shared layers with this machine's head: it reads and answers 
 
 `--ema DECAY` validates and saves an exponential moving average of the weights (updated after every step)
 instead of the weights themselves: an ensemble gains ~0.003 MAPE a member but costs a member's inference in
-every search, and an average over the last steps is a cheap try at the same gain.  Under the one-cycle schedule, whose rate falls to
-~0 at the end, it scored as the weights did (docs/results/costmodel/README.md, fifty-fifth session).
+every search, and an average over the last steps is a cheap try at the same gain.  Under the one-cycle schedule,
+whose rate falls to ~0 at the end, it scored as the weights did (docs/results/costmodel/README.md, fifty-fifth
+session).
 
 `--width F` makes every layer F times A.1's width (`model.ModelConfig.scaled`): A.1's 1.3M weights were sized for
 millions of schedules, ours are ~25k of ~850 programs, and the network fits its training rows far closer than it
