@@ -899,6 +899,44 @@ def test_other_machines_train_the_shared_layers_through_their_own_head(data_dir,
               progress=False)
 
 
+def test_augment_relabels_training_programs_only_and_they_train_on_their_origins_side(tmp_path):
+    """`train --augment N`: a training program measured under one interchange gives a relabelled program (rows
+    rescaled by that interchange's speedup, its original timed as the interchange); it trains, on its origin's
+    side of the split, and a program that validates or tests is never relabelled.  Made-up speedups: the
+    bookkeeping, not a result."""
+    from llmopt.poly.costmodel.train import _config, parser, relabelled_training_rows
+    from llmopt.poly.schedule import Interchange
+
+    prog = benchmark("syrk", small=True)
+    x, tile = Interchange("S1", 1, 2), Tile("S1", 1, (32, 32))
+    base = {"hash": prog.hash(), "program": prog.to_dict(), "baseline_seconds": 0.010}
+    rows = [{**base, "schedule": Schedule(sched).to_list(), "speedup": v, "seconds": 0.010 / v}
+            for sched, v in [((), 1.0), ((x,), 2.0), ((x, tile), 4.0), ((tile,), 0.5)]]
+    everything_trains = TrainConfig(fractions=(1.0, 0.0), model=ModelConfig.tiny(), augment=1)
+    extra = relabelled_training_rows(rows, everything_trains)
+    assert len(extra) == len(rows) and {r["origin"] for r in extra} == {prog.hash()}
+    assert {r["hash"] for r in extra} != {prog.hash()}
+    assert all(r["baseline_seconds"] == 0.005 for r in extra)  # the original of P' is P under x
+    assert sorted(r["speedup"] for r in extra) == [0.25, 0.5, 1.0, 2.0]
+    assert relabelled_training_rows(rows, dataclasses.replace(everything_trains, augment=0)) == []
+    nothing_trains = dataclasses.replace(everything_trains, fractions=(0.0, 0.5))  # every program validates or tests
+    assert relabelled_training_rows(rows, nothing_trains) == []
+    assert relabelled_training_rows([{**r, "head": 1} for r in rows], everything_trains) == []  # another machine's
+
+    split = featurize_rows(rows + extra, nothing_trains, False)
+    assert not split["train"].trees  # a relabelled program follows its origin, here out of training
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = dataclasses.replace(everything_trains, epochs=2, fractions=(0.99, 0.005))
+    logged = []
+    metrics = train([data], tmp_path / "run", cfg, log=logged.append, progress=False)
+    assert metrics["programs"]["train"] == 2 and metrics["samples"]["train"] == 2 * len(rows)
+    assert any("1 relabelled programs, 4 rows" in line for line in logged)
+    assert torch.load(tmp_path / "run" / "last.pt", weights_only=False)["settings"]["augment"] == 1
+    with pytest.raises(UsageError, match="--augment"):
+        _config(parser().parse_args(["data", "--augment", "-1"]))
+
+
 def test_order_only_folders_are_marked_and_checked(data_dir, tmp_path):
     """`train A B --order-only B --rank-weight W`: B's rows are featurized as order-only, A's as taught."""
     rows = load_rows(data_dir)

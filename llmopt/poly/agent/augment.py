@@ -91,12 +91,14 @@ def relabelled_rows(rows: list[dict], x_row: dict) -> list[dict]:
     if swapped is None:
         return []
     base, h, spec = x_row["speedup"], swapped.hash(), swapped.to_dict()
+    # the original of P' is P under x, so its time is x's (what an anchored cost model's absolute target reads)
+    original = {"baseline_seconds": x_row["seconds"]} if "seconds" in x_row else {}
     out = []
     for r in rows:
         tau = equivalent_schedule(prog, swapped, x, Schedule.from_list(r["schedule"]))
         if tau is not None:
             out.append({**r, "hash": h, "program": spec, "schedule": tau.to_list(),
-                        "speedup": r["speedup"] / base, "origin": r.get("origin", r["hash"])})
+                        "speedup": r["speedup"] / base, "origin": r.get("origin", r["hash"]), **original})
     return out
 
 

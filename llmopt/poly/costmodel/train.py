@@ -62,6 +62,15 @@ session).
 millions of schedules, ours are ~25k of ~850 programs, and the network fits its training rows far closer than it
 answers held-out ones.
 
+`--augment N` adds relabelled programs to the training split (`llmopt.poly.agent.augment`): when a program P
+was measured under one interchange x alone, the program P' whose source has those loops swapped runs as P under
+x, and every measured schedule of P is one of P' (x dropped from its front, or put before its first step on that
+branch) with speedup s(sigma) / s(x): up to N such programs per training program (those interchanges furthest from
+1x first), with no new run.  Why: innermost interchanges are where the error is largest (a unit stride broken or
+restored: 0.05x-20x), and about a quarter of the programs hold a single interchange; the relabelled programs see
+those swings from the other side.  A relabelled program keeps its origin's split (`split_of` reads `origin`), and
+validation and test programs are never relabelled, so every run tests on the same rows.
+
 `--order-only DATA` (with `--rank-weight`): that folder's rows teach only the rank loss, not `--loss`. Labels
 timed on another machine order one program's schedules much as this machine does (log correlation ~0.8) but
 predict its speedups no better than answering 1.0x (MAPE 0.172 against 0.174 on the test programs' transformed
@@ -167,6 +176,9 @@ class TrainConfig:
     # Decay of an exponential moving average of the weights, updated after every step (0: off): the average, not
     # the last step's weights, is validated and saved.  Why: an ensemble's gain without its cost at search time.
     ema: float = 0.0
+    # Relabelled programs per training program (`relabelled_training_rows`; 0: none): the measured interchanges
+    # of a program read as the source order of another (module docstring).
+    augment: int = 0
     model: ModelConfig = field(default_factory=ModelConfig)
 
     @property
@@ -300,7 +312,7 @@ def featurize_rows(rows: list[dict], cfg: TrainConfig, progress: bool = True,
             prog, featurize = featurizers[r["hash"]]
             tree = known[key] = featurize(state(prog, Schedule.from_list(r["schedule"])))
             fresh += 1
-        split, head = split_of(r["hash"], cfg.fractions, cfg.seed), r.get("head", 0)
+        split, head = split_of(r.get("origin", r["hash"]), cfg.fractions, cfg.seed), r.get("head", 0)
         if head and split != "train":
             continue  # another machine's labels only train (TrainConfig.other_machines)
         ds = out[split]
@@ -496,7 +508,8 @@ class Trainer:
                 **({"noise_weight": self.cfg.noise_weight} if self.cfg.noise_weight else {}),
                 **({"other_machines": list(self.cfg.other_machines)} if self.cfg.other_machines else {}),
                 **({"init_from": self.cfg.init_from} if self.cfg.init_from else {}),
-                **({"ema": self.cfg.ema} if self.cfg.ema else {})}
+                **({"ema": self.cfg.ema} if self.cfg.ema else {}),
+                **({"augment": self.cfg.augment} if self.cfg.augment else {})}
 
     def state(self) -> dict:
         return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "sched": self.sched.state_dict(),
@@ -531,6 +544,7 @@ def _meta(sets: dict[str, Dataset], cfg: TrainConfig, history: list, data: str) 
             **({"absolute_weight": cfg.absolute_weight} if cfg.absolute_weight else {}),
             **({"noise_weight": cfg.noise_weight} if cfg.noise_weight else {}),
             **({"other_machines": list(cfg.other_machines)} if cfg.other_machines else {}),
+            **({"augment": cfg.augment} if cfg.augment else {}),
             "history": history,
             "loss": cfg.loss, "rank_weight": cfg.rank_weight, "min_baseline_ms": cfg.min_baseline_ms,
             "programs": {s: sorted(set(own[s].programs)) for s in SPLITS},
@@ -607,6 +621,16 @@ def _labelled_rows(folders: list, cfg: TrainConfig) -> list[dict]:
     return rows + _other_machine_rows(rows, cfg)
 
 
+def relabelled_training_rows(rows: list[dict], cfg: TrainConfig) -> list[dict]:
+    """The rows of up to `cfg.augment` relabelled programs of each training program of this machine
+    (`llmopt.poly.agent.augment.augment`), each with its origin's hash as `origin`; [] with `augment` 0.
+    Programs that validate or test, and other machines' rows, are never relabelled."""
+    from llmopt.poly.agent.augment import augment
+
+    own = [r for r in rows if not r.get("head") and split_of(r["hash"], cfg.fractions, cfg.seed) == "train"]
+    return augment(own, cfg.augment)[len(own):] if cfg.augment > 0 else []
+
+
 def _other_machine_rows(own: list[dict], cfg: TrainConfig) -> list[dict]:
     """The rows of `cfg.other_machines`' folders, each marked with its machine's head (1, 2, ... by machine id);
     a folder timed on the machine of the main data is refused: it belongs among the data."""
@@ -636,6 +660,10 @@ def train(data: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.P
     rows = at_least(_labelled_rows(folders, cfg), cfg.min_baseline_ms)
     if not rows:
         raise UsageError(f"{data}: no rows of a program that runs at least {cfg.min_baseline_ms} ms")
+    if cfg.augment:
+        extra = relabelled_training_rows(rows, cfg)
+        log(f"--augment {cfg.augment}: {len({r['hash'] for r in extra})} relabelled programs, {len(extra)} rows")
+        rows += extra
     sets = featurize_rows(rows, cfg, progress, cache=out / "features.pkl")
     sets["train"] = train_share_of(sets["train"], cfg)
     if not sets["train"].trees:
@@ -736,6 +764,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ema", type=float, default=0.0, metavar="DECAY",
                    help="validate and save an exponential moving average of the weights with this decay per step "
                         "(e.g. 0.999; default 0: the weights themselves)")
+    p.add_argument("--augment", type=int, default=0, metavar="N",
+                   help="add up to N relabelled programs per training program: a measured single interchange read "
+                        "as another program's source order, its rows' speedups divided by the interchange's "
+                        "(no new runs; default 0: none)")
     p.add_argument("--init-from", metavar="MODEL",
                    help="fine-tune: start from this cost model's weights, input statistics and architecture "
                         "(so not with --tiny, --dropout or --normalize), e.g. to add new labels at a low --lr")
@@ -778,6 +810,8 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
     if args.fork_term and not (args.anchored and FEATURE_SETS[args.features] >= FEATURE_SETS["parallel"]):
         raise UsageError("--fork-term reads the parallel view and adds to an anchored answer: add --anchored "
                          "(and --features parallel or memory)")
+    if args.augment < 0:
+        raise UsageError(f"--augment {args.augment}: a number of relabelled programs per training program is >= 0")
     if not 0.0 <= args.ema < 1.0:
         raise UsageError(f"--ema {args.ema:g}: a decay lies in [0, 1) (0: off; 0.999 averages ~1,000 steps)")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -793,7 +827,7 @@ def _config(args: argparse.Namespace) -> tuple[list[str], str, TrainConfig]:
                       loss=args.loss, init_seed=args.init_seed, init_from=args.init_from,
                       order_only=tuple(args.order_only), rank_teacher=args.rank_teacher,
                       absolute_weight=args.absolute_weight, widen=args.widen, noise_weight=args.noise_weight,
-                      other_machines=tuple(args.other_machine), ema=args.ema,
+                      other_machines=tuple(args.other_machine), ema=args.ema, augment=args.augment,
                       fractions=(1.0 - test_share - args.validation_share, args.validation_share))
     if args.dropout is not None:
         cfg.model = dataclasses.replace(cfg.model, dropout=args.dropout)
