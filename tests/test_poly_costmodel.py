@@ -779,6 +779,26 @@ def test_training_with_the_rank_loss_reports_the_pick_ratio(data_dir, tmp_path):
     assert len(history) == 2
 
 
+def test_snap_neutral_teaches_labels_within_the_noise_as_one_and_leaves_the_reports_alone(data_dir, tmp_path):
+    """`--snap-neutral EPS`: training targets within a factor 1 + EPS of 1.0x become 1.0, the others and the
+    dataset itself stay as measured, and the option reaches the run's settings and metadata."""
+    from llmopt.poly.costmodel.train import Dataset, snapped
+
+    ds = Dataset(speedups=[0.94, 0.96, 1.0, 1.04, 1.06, 0.5, 3.0], programs=list("abcdefg"))
+    assert snapped(ds, 0.05).speedups == [0.94, 1.0, 1.0, 1.0, 1.06, 0.5, 3.0]
+    assert ds.speedups[1] == 0.96 and snapped(ds, 0.0) is ds
+
+    run = TrainConfig(epochs=1, fractions=(0.6, 0.2), model=ModelConfig.tiny(), snap_neutral=0.3)
+    assert Trainer(run, 1).settings()["snap_neutral"] == 0.3
+    assert "snap_neutral" not in Trainer(dataclasses.replace(run, snap_neutral=0.0), 1).settings()
+    metrics = train(data_dir, tmp_path / "snapped", run, log=lambda *_: None, progress=False)
+    model, meta = load_model(tmp_path / "snapped" / "costmodel.pt", "cpu")
+    assert meta["snap_neutral"] == 0.3
+    plain_train = featurize_rows(load_rows(data_dir), run, progress=False)["train"]
+    assert snapped(plain_train, 0.3).speedups != plain_train.speedups  # the option changed some target
+    assert metrics["mape_train"] == pytest.approx(evaluate(model, plain_train))  # reported on the measured ones
+
+
 def test_noise_weights_make_unsteady_programs_teach_less_and_leave_the_reports_alone(data_dir, tmp_path):
     """`--noise-weight TAU`: a program whose original times unsteadily (its identity row far from 1.0x, its
     times beside its schedules spread) weighs less in the loss, the weights average 1, a weight of 0 removes a
