@@ -116,6 +116,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=0,
                    help="boost this many rounds, no early stopping (0: early-stopped on the validation programs)")
     p.add_argument("--answers", help="keep the trees' answers in this .npz (one --leaves), or read them from it")
+    p.add_argument("--all-training-rows", action="store_true",
+                   help="train on the training programs' rows under 5 ms too (the network trains on those >= 5 ms)")
     p.add_argument("--plain", action="store_true", help="the first run's features (no work-weighted means)")
     p.add_argument("--matrices", help="keep the feature matrices in this .npz (made once, read after)")
     args = p.parse_intermixed_args()
@@ -126,7 +128,8 @@ def main() -> int:
     sets = featurize_rows(rows, RECIPE, False, cache=args.cache)
     longer = {r["hash"] for r in rows if float(r["baseline_seconds"]) * 1e3 >= MIN_MS}
     kept = args.matrices, args.plain
-    xt, yt, _ = split(rows, sets, "train", lambda r: float(r["baseline_seconds"]) * 1e3 >= MIN_MS, *kept)
+    low = 0.0 if args.all_training_rows else MIN_MS
+    xt, yt, _ = split(rows, sets, "train", lambda r: float(r["baseline_seconds"]) * 1e3 >= low, *kept)
     xv, yv, vtrees = split(rows, sets, "validation", lambda r: r["hash"] in longer, *kept)
     xs, ys, stree = split(rows, sets, "test", lambda r: r["hash"] in longer, *kept)
     # The test programs of the folder the fifty-third to fifty-sixth sessions scored (seeds < 10085; the best so far,
