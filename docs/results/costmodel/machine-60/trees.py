@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +47,7 @@ sys.path[:0] = [str(ROOT)]
 from llmopt.poly.costmodel.data import load_rows  # noqa: E402
 from llmopt.poly.costmodel.features import _iterations, changed_share, fork_load  # noqa: E402
 from llmopt.poly.costmodel.model import load_model, predict_trees  # noqa: E402
-from llmopt.poly.costmodel.train import TrainConfig, featurize_rows  # noqa: E402
+from llmopt.poly.costmodel.train import TrainConfig, featurize_rows, split_of  # noqa: E402
 
 KINDS = ("interchange", "reversal", "skewing", "tiling", "unrolling", "parallelization")
 RECIPE = TrainConfig(fractions=(0.75, 0.05))  # the recipe's --validation-share 0.05; the test share is fixed
@@ -76,34 +77,44 @@ def row_features(tree, schedule: list[dict], plain: bool = False) -> np.ndarray:
                            [len(comps), len(schedule), fork_load(tree), changed_share(tree), *kinds]])
 
 
-def split(rows: list[dict], sets: dict, name: str, keep, matrices: str | None,
-          plain: bool) -> tuple[np.ndarray, np.ndarray, list]:
-    """(features, measured speedups, trees) of split `name`'s rows for which keep(row) holds."""
+@dataclass
+class Part:
+    """One split's rows as the trees and the blend read them."""
+
+    x: np.ndarray  # the trees' features
+    y: np.ndarray  # measured speedups
+    trees: list  # the network's featurized samples
+    rows: list[dict]
+
+
+def split(rows: list[dict], sets: dict, name: str, keep, matrices: str | None, plain: bool) -> Part:
+    """Split `name`'s rows for which keep(row) holds (the feature matrix read from, or kept in, `matrices`)."""
     mine = [r for r in rows if r["_split"] == name]
     ds = sets[name]
     assert len(mine) == len(ds.trees), "featurize_rows keeps each split's rows in order"
     idx = [k for k, r in enumerate(mine) if keep(r)]
     trees = [ds.trees[k] for k in idx]
-    kept = Path(f"{matrices}.{name}.npy") if matrices else None
-    if kept and kept.is_file():
-        x = np.load(kept)
+    path = Path(f"{matrices}.{name}.npy") if matrices else None
+    if path and path.is_file():
+        x = np.load(path)
     else:
         x = np.stack([row_features(t, mine[k]["schedule"], plain) for k, t in zip(idx, trees, strict=True)])
         x = x.astype(np.float32)
-        if kept:
-            np.save(kept, x)
-    return x, np.asarray(ds.speedups)[idx], trees
+        if path:
+            np.save(path, x)
+    return Part(x, np.asarray(ds.speedups)[idx], trees, [mine[k] for k in idx])
 
 
 def fit_weight(y: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
     return float(WEIGHTS[np.argmin([mape(y, np.exp(w * a + (1 - w) * b)) for w in WEIGHTS])])
 
 
-def main() -> int:
-    import lightgbm as lgb
+def lengths(part: Part) -> np.ndarray:
+    """Each row's schedule length, 4 standing for 4 and more."""
+    return np.array([min(len(r["schedule"]), 4) for r in part.rows])
 
-    from llmopt.poly.costmodel.train import split_of
 
+def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("data")
     p.add_argument("cache", help="a training run's features.pkl")
@@ -119,34 +130,36 @@ def main() -> int:
     p.add_argument("--all-training-rows", action="store_true",
                    help="train on the training programs' rows under 5 ms too (the network trains on those >= 5 ms)")
     p.add_argument("--plain", action="store_true", help="the first run's features (no work-weighted means)")
-    p.add_argument("--matrices", help="keep the feature matrices in this .npz (made once, read after)")
-    args = p.parse_intermixed_args()
-    torch.set_num_threads(1)
+    p.add_argument("--matrices", help="keep the feature matrices in files with this prefix (made once, read after)")
+    return p.parse_intermixed_args()
+
+
+def load_parts(args: argparse.Namespace) -> tuple[Part, Part, Part]:
+    """The training, validation and test parts: training rows >= 5 ms (all with --all-training-rows), the
+    validation and test rows of programs with a row >= 5 ms (as `costmodel_compare` counts them)."""
     rows = load_rows(args.data)
     for r in rows:
         r["_split"] = split_of(r["hash"], RECIPE.fractions, RECIPE.seed)
     sets = featurize_rows(rows, RECIPE, False, cache=args.cache)
     longer = {r["hash"] for r in rows if float(r["baseline_seconds"]) * 1e3 >= MIN_MS}
-    kept = args.matrices, args.plain
     low = 0.0 if args.all_training_rows else MIN_MS
-    xt, yt, _ = split(rows, sets, "train", lambda r: float(r["baseline_seconds"]) * 1e3 >= low, *kept)
-    xv, yv, vtrees = split(rows, sets, "validation", lambda r: r["hash"] in longer, *kept)
-    xs, ys, stree = split(rows, sets, "test", lambda r: r["hash"] in longer, *kept)
-    # The test programs of the folder the fifty-third to fifty-sixth sessions scored (seeds < 10085; the best so far,
-    # 0.177, is on these), in the order `split` keeps.
-    tested, validated = ([r for r in rows if r["_split"] == name and r["hash"] in longer]
-                         for name in ("test", "validation"))
-    old = np.array([r["seed"] < EARLIER_SEEDS for r in tested])
-    length, vlength = (np.array([min(len(r["schedule"]), 4) for r in part]) for part in (tested, validated))
-    out = {"rows": {"train": len(yt), "validation": len(yv), "test": len(ys)}, "features": int(xt.shape[1]),
-           "always_1": {k: round(mape(y, np.ones_like(y)), 4) for k, y in (("validation", yv), ("test", ys))}}
+    kept = args.matrices, args.plain
+    return (split(rows, sets, "train", lambda r: float(r["baseline_seconds"]) * 1e3 >= low, *kept),
+            split(rows, sets, "validation", lambda r: r["hash"] in longer, *kept),
+            split(rows, sets, "test", lambda r: r["hash"] in longer, *kept))
+
+
+def train_trees(args: argparse.Namespace, train: Part, val: Part, test: Part, out: dict) -> tuple[np.ndarray, ...]:
+    """The validation and test log answers of the trees of each --leaves best on validation (reports in `out`)."""
+    import lightgbm as lgb
+
     answers = {}  # leaves -> (validation, test) log answers
-    train_set = lgb.Dataset(xt, np.log(yt), weight=1 / yt, free_raw_data=False)
-    valid_set = lgb.Dataset(xv, np.log(yv), weight=1 / yv, reference=train_set)
-    kept = Path(args.answers) if args.answers else None
+    train_set = lgb.Dataset(train.x, np.log(train.y), weight=1 / train.y, free_raw_data=False)
+    valid_set = lgb.Dataset(val.x, np.log(val.y), weight=1 / val.y, reference=train_set)
+    saved = Path(args.answers) if args.answers else None
     for leaves in args.leaves:
-        if kept and kept.is_file():  # the trees' answers of an earlier run: blend new models without retraining
-            blob = np.load(kept)
+        if saved and saved.is_file():  # the trees' answers of an earlier run: blend new models without retraining
+            blob = np.load(saved)
             answers[leaves] = (blob["validation"], blob["test"])
             out[f"trees_{leaves}_leaves"] = json.loads(str(blob["report"]))
             continue
@@ -162,46 +175,67 @@ def main() -> int:
                                     callbacks=[lgb.early_stopping(150, verbose=False)])
             n = booster.best_iteration or args.rounds
             sizes.append(n)
-            tt = tt + booster.predict(xt, num_iteration=n) / args.seeds
-            tv = tv + booster.predict(xv, num_iteration=n) / args.seeds
-            ts = ts + booster.predict(xs, num_iteration=n) / args.seeds
+            tt = tt + booster.predict(train.x, num_iteration=n) / args.seeds
+            tv = tv + booster.predict(val.x, num_iteration=n) / args.seeds
+            ts = ts + booster.predict(test.x, num_iteration=n) / args.seeds
         answers[leaves] = (tv, ts)
-        out[f"trees_{leaves}_leaves"] = {"trees": sizes, "train": round(mape(yt, np.exp(tt)), 4),
-                                         "validation": round(mape(yv, np.exp(tv)), 4),
-                                         "test": round(mape(ys, np.exp(ts)), 4)}
+        out[f"trees_{leaves}_leaves"] = {"trees": sizes, "train": round(mape(train.y, np.exp(tt)), 4),
+                                         "validation": round(mape(val.y, np.exp(tv)), 4),
+                                         "test": round(mape(test.y, np.exp(ts)), 4)}
         print(leaves, out[f"trees_{leaves}_leaves"], file=sys.stderr, flush=True)
-        if kept and len(args.leaves) == 1:
-            np.savez(kept, validation=tv, test=ts, report=json.dumps(out[f"trees_{leaves}_leaves"]))
+        if saved and len(args.leaves) == 1:
+            np.savez(saved, validation=tv, test=ts, report=json.dumps(out[f"trees_{leaves}_leaves"]))
     best = min(answers, key=lambda k: out[f"trees_{k}_leaves"]["validation"])
     out["trees_chosen"] = f"{best} leaves (validation)"
-    tv, ts = answers[best]
+    return answers[best]
+
+
+def blend_report(model_path: str, val: Part, test: Part, tv: np.ndarray, ts: np.ndarray) -> dict:
+    """A network's MAPE alone and blended with the trees' log answers `tv` (validation) and `ts` (test)."""
+    model, _ = load_model(model_path)
+    yv, ys = val.y, test.y
+    nv, ns = np.log(predict_trees(model, val.trees)), np.log(predict_trees(model, test.trees))
+    # The test programs of the folder the fifty-third to fifty-sixth sessions scored (seeds < 10085; the best
+    # before, 0.177, is on these).
+    old = np.array([r["seed"] < EARLIER_SEEDS for r in test.rows])
+    length, vlength = lengths(test), lengths(val)
+    w, w_test = fit_weight(yv, tv, nv), fit_weight(ys, ts, ns)
+    # A weight per schedule length, fitted on the validation programs (the trees lead on short schedules).
+    wk = {k: fit_weight(yv[vlength == k], tv[vlength == k], nv[vlength == k]) for k in range(5)}
+    wt = np.array([wk[k] for k in length])
+    fitted, equal, by_length = w * ts + (1 - w) * ns, 0.5 * ts + 0.5 * ns, wt * ts + (1 - wt) * ns
+    return {"model": {"validation": round(mape(yv, np.exp(nv)), 4), "test": round(mape(ys, np.exp(ns)), 4)},
+            "blend": {"w": w, "validation": round(mape(yv, np.exp(w * tv + (1 - w) * nv)), 4),
+                      "test": round(mape(ys, np.exp(fitted)), 4)},
+            "equal_blend_test": round(mape(ys, np.exp(equal)), 4),
+            "w_on_test": {"w": w_test, "test": round(mape(ys, np.exp(w_test * ts + (1 - w_test) * ns)), 4)},
+            "log_corr_errors_test": round(float(np.corrcoef(ts - np.log(ys), ns - np.log(ys))[0, 1]), 3),
+            "earlier_test": {"model": round(mape(ys[old], np.exp(ns[old])), 4),
+                             "trees": round(mape(ys[old], np.exp(ts[old])), 4),
+                             "blend": round(mape(ys[old], np.exp(fitted[old])), 4),
+                             "equal_blend": round(mape(ys[old], np.exp(equal[old])), 4),
+                             "programs": len({r["hash"] for r in test.rows if r["seed"] < EARLIER_SEEDS})},
+            "blend_by_length": {"w": {str(k): v for k, v in wk.items()},
+                                "test": round(mape(ys, np.exp(by_length)), 4),
+                                "earlier_test": round(mape(ys[old], np.exp(by_length[old])), 4)},
+            # By the schedule's length (4: 4 and more): where the trees, the network and the equal blend miss.
+            "test_by_length": {
+                str(k): {"rows": int((length == k).sum()),
+                         **{name: round(mape(ys[length == k], np.exp(a[length == k])), 4)
+                            for name, a in (("model", ns), ("trees", ts), ("equal_blend", equal))}}
+                for k in range(5)}}
+
+
+def main() -> int:
+    args = parse_args()
+    torch.set_num_threads(1)
+    train, val, test = load_parts(args)
+    out = {"rows": {"train": len(train.y), "validation": len(val.y), "test": len(test.y)},
+           "features": int(train.x.shape[1]),
+           "always_1": {k: round(mape(p.y, np.ones_like(p.y)), 4) for k, p in (("validation", val), ("test", test))}}
+    tv, ts = train_trees(args, train, val, test, out)
     for m in args.models:
-        model, _ = load_model(m)
-        nv, ns = np.log(predict_trees(model, vtrees)), np.log(predict_trees(model, stree))
-        w, w_test = fit_weight(yv, tv, nv), fit_weight(ys, ts, ns)
-        out[m] = {"model": {"validation": round(mape(yv, np.exp(nv)), 4), "test": round(mape(ys, np.exp(ns)), 4)},
-                  "blend": {"w": w, "validation": round(mape(yv, np.exp(w * tv + (1 - w) * nv)), 4),
-                            "test": round(mape(ys, np.exp(w * ts + (1 - w) * ns)), 4)},
-                  "equal_blend_test": round(mape(ys, np.exp(0.5 * ts + 0.5 * ns)), 4),
-                  "w_on_test": {"w": w_test, "test": round(mape(ys, np.exp(w_test * ts + (1 - w_test) * ns)), 4)},
-                  "log_corr_errors_test": round(float(np.corrcoef(ts - np.log(ys), ns - np.log(ys))[0, 1]), 3)}
-        out[m]["earlier_test"] = {"model": round(mape(ys[old], np.exp(ns[old])), 4),
-                                  "trees": round(mape(ys[old], np.exp(ts[old])), 4),
-                                  "blend": round(mape(ys[old], np.exp(w * ts[old] + (1 - w) * ns[old])), 4),
-                                  "equal_blend": round(mape(ys[old], np.exp(0.5 * ts[old] + 0.5 * ns[old])), 4),
-                                  "programs": len({r["hash"] for r in tested if r["seed"] < EARLIER_SEEDS})}
-        # A weight per schedule length, fitted on the validation programs (the trees lead on short schedules).
-        wk = {k: fit_weight(yv[vlength == k], tv[vlength == k], nv[vlength == k]) for k in range(5)}
-        wt = np.array([wk[k] for k in length])
-        out[m]["blend_by_length"] = {"w": {str(k): v for k, v in wk.items()},
-                                     "test": round(mape(ys, np.exp(wt * ts + (1 - wt) * ns)), 4),
-                                     "earlier_test": round(mape(ys[old], np.exp((wt * ts + (1 - wt) * ns)[old])), 4)}
-        # By the schedule's length (4: 4 and more): where the trees, the network and the equal blend miss.
-        out[m]["test_by_length"] = {
-            str(k): {"rows": int((length == k).sum()),
-                     **{name: round(mape(ys[length == k], np.exp(a[length == k])), 4)
-                        for name, a in (("model", ns), ("trees", ts), ("equal_blend", 0.5 * ts + 0.5 * ns))}}
-            for k in range(5)}
+        out[m] = blend_report(m, val, test, tv, ts)
         print(m, out[m], file=sys.stderr, flush=True)
     print(json.dumps(out, indent=1))
     return 0
