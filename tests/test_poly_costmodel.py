@@ -533,12 +533,13 @@ def test_absolute_times_teach_the_anchored_scores_and_need_the_anchor(data_dir, 
 
 
 def test_a_few_training_steps_reduce_the_loss(data_dir):
+    # fixed labels and seeded weights, as in the anchored test above: on the live ones the margin ran 0.426 -> 0.414
+    torch.manual_seed(0)
     cfg = TrainConfig(epochs=40, max_lr=3e-3, fractions=(1.0, 0.0), model=ModelConfig.tiny())
     sets = featurize_rows(load_rows(data_dir), cfg, progress=False)
+    sets["train"].speedups = [1.0 if t.origin is None else 2.0 for t in sets["train"].trees]
     trainer = Trainer(cfg, steps_per_epoch=len(sets["train"].trees))
     before = evaluate(trainer.model, sets["train"])
-    import numpy as np
-
     rng = np.random.default_rng(0)
     for _ in range(cfg.epochs):
         train_epoch(trainer.model, sets["train"], trainer.opt, trainer.sched, cfg, rng)
