@@ -16,7 +16,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
 
-if ! python3 -c "import llmopt, torch, transformers, datasets, islpy, torch_geometric" >/dev/null 2>&1 \
+if ! python3 -c "import llmopt, torch, transformers, datasets, islpy, torch_geometric, lightgbm" >/dev/null 2>&1 \
    || ! pip show llmopt 2>/dev/null | grep -q "Editable project location: $(pwd)"; then
   python3 -m pip install -q --disable-pip-version-check -e ".[dev]"
 fi

@@ -15,6 +15,9 @@ The modules, in the order data flows through them:
   `--init-from MODEL` to fine-tune a saved one);
 - `ensemble`: several trained models as one file (`model.Ensemble`, the mean of their log speedups;
   `python -m llmopt.poly.costmodel.ensemble A.pt B.pt --out E.pt`);
+- `boosted`: gradient-boosted trees (LightGBM) on the same inputs and `model.Blend`, their blend with a
+  network or ensemble, saved and loaded like a cost model
+  (`python -m llmopt.poly.costmodel.boosted DATA --network E.pt --out B.pt`);
 - `search`: `beam_model`, beam search scored by the model with the best predictions verified by
   execution: "beam-model" in `llmopt.poly.search.SEARCHES`; legality is checked lazily, only for
   the children the search keeps;
@@ -22,5 +25,6 @@ The modules, in the order data flows through them:
   "mcts-model".
 
 The evaluation against beam search with execution (results.json, scatter plot) is
-`eval/costmodel_eval.py`.  torch is imported by `model`, `train`, `search` and `mcts` only.
+`eval/costmodel_eval.py`.  torch is imported by `model`, `train`, `search` and `mcts` only; lightgbm by
+`boosted`, when trees are trained or a blend is loaded.
 """

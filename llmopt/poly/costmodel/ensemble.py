@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from llmopt.errors import UsageError, run_main
-from llmopt.poly.costmodel.model import CostModel, Ensemble, load_model, save_model
+from llmopt.poly.costmodel.model import Blend, CostModel, Ensemble, load_model, save_model
 
 
 def merged_meta(metas: Sequence[dict], paths: Sequence[str]) -> dict:
@@ -42,6 +42,9 @@ def build(paths: Sequence[str | Path]) -> tuple[Ensemble, dict]:
     metas = []
     for p in paths:
         model, meta = load_model(p)
+        if isinstance(model, Blend):
+            raise UsageError(f"{p} is a blend with trees: ensemble networks, then blend the ensemble "
+                             "(`python -m llmopt.poly.costmodel.boosted`)")
         members += list(model.members) if isinstance(model, Ensemble) else [model]
         metas.append(meta)
     return Ensemble(members).eval(), merged_meta(metas, [str(p) for p in paths])

@@ -557,6 +557,12 @@ def changed_share(tree: Tree) -> float:
     return float(work[np.any(tree.comps != origin, axis=1)].sum() / max(work.sum(), 1.0))
 
 
+def work_shares(comps: np.ndarray) -> np.ndarray:
+    """Each computation's share of an untransformed tree's iterations (`_iterations`; they sum to 1)."""
+    work = _iterations(comps)
+    return work / max(work.sum(), 1.0)
+
+
 def _iterations(comps: np.ndarray) -> np.ndarray:
     """Each computation's iterations in an untransformed tree's vectors: the product of its loops' extents (that
     tree has no tiles)."""

@@ -36,7 +36,8 @@ program), C a learned scalar that starts at `FORK_COST`; a network that extrapol
 answers 0.7x where the measured speedup is 0.01x.
 
 `save_model` / `load_model` keep the weights with their config and metadata (an `Ensemble`, the mean
-of several trained models' log speedups, is saved and loaded the same way); `predict(model, program,
+of several trained models' log speedups, and a `Blend`, a network with gradient-boosted trees
+(`llmopt.poly.costmodel.boosted`), are saved and loaded the same way); `predict(model, program,
 schedule)` and `predict_many` answer the speedup over the untransformed program.
 """
 
@@ -251,9 +252,12 @@ def _log_speedups(model: CostModel, trees: Sequence[Tree]) -> np.ndarray:
     return out
 
 
-def predict_trees(model: CostModel, trees: Sequence[Tree]) -> np.ndarray:
+def predict_trees(model: CostModel | Ensemble | Blend, trees: Sequence[Tree]) -> np.ndarray:
     """Predicted speedups of featurized samples, in order; an anchored model's scores less their programs'
-    untransformed trees' (each anchor scored once)."""
+    untransformed trees' (each anchor scored once); a blend's weighted geometric mean of its two answers."""
+    if isinstance(model, Blend):
+        network = np.log(predict_trees(model.network, trees))
+        return np.exp(model.weight * model.trees.log_speedups(trees) + (1 - model.weight) * network)
     out = _log_speedups(model, trees)
     if model.cfg.anchored:
         anchors = {id(t.anchor): t.anchor for t in trees}
@@ -309,14 +313,33 @@ class Ensemble(nn.Module):
         return torch.exp(self.log_speedup(comps, structure))
 
 
+class Blend(nn.Module):
+    """A network (or `Ensemble`) and gradient-boosted trees on the same inputs (`boosted.Boosted`), answering
+    `weight` x the trees' log speedup + (1 - `weight`) x the network's: the two kinds of learner err in different
+    places, so the blend misses less than either (`llmopt.poly.costmodel.boosted`).  Used wherever a `CostModel`
+    is; it reads the network's features (`cfg`)."""
+
+    def __init__(self, network: CostModel | Ensemble, trees, weight: float):
+        super().__init__()
+        if isinstance(network, Blend) or not 0.0 <= weight <= 1.0:
+            raise CostModelError("a blend is one network or ensemble and trees, the trees' weight in [0, 1]")
+        self.network, self.trees, self.weight = network, trees, float(weight)
+        self.cfg = network.cfg
+
+
 def _weights(model: CostModel) -> dict:
     return {"config": dataclasses.asdict(model.cfg), "state": model.state_dict()}
 
 
-def save_model(model: CostModel | Ensemble, path: str | os.PathLike, meta: dict | None = None) -> None:
+def _body(model: CostModel | Ensemble) -> dict:
+    return {"members": [_weights(m) for m in model.members]} if isinstance(model, Ensemble) else _weights(model)
+
+
+def save_model(model: CostModel | Ensemble | Blend, path: str | os.PathLike, meta: dict | None = None) -> None:
     """Weights, config and metadata (split, metrics) in one file, written atomically; an ensemble keeps
-    each member's weights and config."""
-    body = ({"members": [_weights(m) for m in model.members]} if isinstance(model, Ensemble) else _weights(model))
+    each member's weights and config, a blend its network's, its trees and their weight."""
+    body = ({"blend": {"network": _body(model.network), "trees": model.trees.state(), "weight": model.weight}}
+            if isinstance(model, Blend) else _body(model))
     with atomic_target(path) as tmp:
         torch.save({"version": MODEL_VERSION, **body, "meta": meta or {}}, tmp)
 
@@ -328,17 +351,27 @@ def _member(blob: dict, device: str) -> CostModel:
     return model
 
 
-def load_model(path: str | os.PathLike, device: str = "cpu") -> tuple[CostModel | Ensemble, dict]:
-    """(model or ensemble in eval mode, its metadata); CostModelError with what to do when the file is not there."""
+def _network(blob: dict, device: str) -> CostModel | Ensemble:
+    return Ensemble([_member(b, device) for b in blob["members"]]) if "members" in blob else _member(blob, device)
+
+
+def _blend(blob: dict, device: str) -> Blend:
+    from llmopt.poly.costmodel.boosted import Boosted  # lightgbm: only when a file holds trees
+
+    return Blend(_network(blob["network"], device), Boosted.from_state(blob["trees"]), blob["weight"])
+
+
+def load_model(path: str | os.PathLike, device: str = "cpu") -> tuple[CostModel | Ensemble | Blend, dict]:
+    """(model, ensemble or blend in eval mode, its metadata); CostModelError with what to do when the file is not
+    there or cannot be read."""
     path = Path(path)
     if not path.is_file():
         raise CostModelError(f"no cost model at {path}: train one with `python -m llmopt.poly.costmodel.train "
                              f"DATA --out {path.parent}` or pass --cost-model PATH")
     try:
         blob = torch.load(path, map_location=device, weights_only=False)
-        model = (Ensemble([_member(b, device) for b in blob["members"]]) if "members" in blob
-                 else _member(blob, device))
-    except (OSError, RuntimeError, KeyError, TypeError, EOFError) as err:
+        model = _blend(blob["blend"], device) if "blend" in blob else _network(blob, device)
+    except (OSError, RuntimeError, KeyError, TypeError, EOFError, ValueError) as err:
         raise CostModelError(f"cannot read cost model {path}: {err}") from None
     if model.cfg.comp_features not in FEATURE_COUNTS:
         raise CostModelError(f"cost model {path} reads {model.cfg.comp_features} features, this llmopt makes "

@@ -124,6 +124,7 @@ from llmopt.poly.costmodel.features import (
     featurizer,
 )
 from llmopt.poly.costmodel.model import (  # noqa: F401  (predict: the public answer, re-exported)
+    Blend,
     CostModel,
     Ensemble,
     ModelConfig,
@@ -582,8 +583,9 @@ def fine_tune_start(cfg: TrainConfig) -> tuple[dict | None, TrainConfig]:
     if not path.is_file():
         raise UsageError(f"--init-from {path}: no such cost model file")
     model, _ = load_model(path, cfg.device)  # its config, weights and feature-count check
-    if isinstance(model, Ensemble):
-        raise UsageError(f"--init-from {path} is an ensemble; fine-tune one of its members")
+    if isinstance(model, (Ensemble, Blend)):
+        kind = "an ensemble" if isinstance(model, Ensemble) else "a blend with trees"
+        raise UsageError(f"--init-from {path} is {kind}; fine-tune one of its networks")
     anchored = model.cfg.anchored or cfg.model.anchored  # an unanchored model may be fine-tuned anchored
     arch, state = dataclasses.replace(model.cfg, anchored=anchored), model.state_dict()
     if cfg.widen and arch.comp_features < COMP_FEATURES:

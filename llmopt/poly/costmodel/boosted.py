@@ -1,0 +1,242 @@
+"""Gradient-boosted trees on the cost model's own inputs, and their blend with the network (issue 16).
+
+    python -m llmopt.poly.costmodel.boosted DATA --network MODEL.pt --out BLEND.pt [--weight 0.5] [--seeds 3]
+
+Why: seeds of one network make correlated errors (an ensemble of four gains 0.009 over one), while trees read
+the same inputs and err elsewhere: on the fcaa test programs the trees alone score as four networks together
+(0.1796) and the blend of both 0.170-0.173 against the network's 0.180-0.186 (docs/results/costmodel/, sixtieth
+session).  The trees read each (program, schedule)'s computation vectors (`features.featurize`) pooled over the
+computations (mean, max, min) for the transformed tree, for the untransformed one (`Tree.anchor`) and for their
+difference (computation by computation), the same three averaged with each computation weighted by its share of
+the untransformed iterations (Amdahl: a computation's change matters by its share of the work), plus the count of
+computations, `features.fork_load` and `features.changed_share` (`tree_features`).  Target: log speedup; objective
+L1 weighted by 1/speedup, whose optimum in a leaf is the answer that minimizes MAPE.  Several boosters of other
+bagging seeds answer the mean of their log speedups.
+
+`Boosted` holds the boosters; `model.Blend` (a network or ensemble with them, answering
+w log p_trees + (1 - w) log p_network) is saved and loaded like any cost model (`model.load_model`), so
+`llmopt loops schedule --search beam-model --cost-model BLEND.pt`, the agent's reward and `eval.costmodel_eval`
+use it.  The command trains the trees on the network's training programs (its split, from its metadata), reports
+the trees, the network and the blend on its validation and test programs, and writes the blend.  lightgbm is
+imported here only, when trees are trained or a blend is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from llmopt.errors import UsageError, run_main
+from llmopt.poly.costmodel.features import COMP_FEATURES, Tree, changed_share, fork_load, work_shares
+
+TREE_FEATURES_VERSION = 1  # bump when `tree_features` changes: a file's boosters read the layout they trained on
+DEFAULT_WEIGHT = 0.5  # the trees' share of the blend's log answer (module docstring; sixtieth session)
+
+
+def _pooled(comps: np.ndarray) -> np.ndarray:
+    return np.concatenate([comps.mean(0), comps.max(0), comps.min(0)])
+
+
+def tree_features(tree: Tree) -> np.ndarray:
+    """The trees' inputs for one featurized (program, schedule) (module docstring): 12 x COMP_FEATURES + 3 floats."""
+    anchor, comps = tree.anchor.comps, tree.comps
+    work = work_shares(anchor)
+    return np.concatenate([_pooled(comps), _pooled(anchor), _pooled(comps - anchor),
+                           work @ comps, work @ anchor, work @ (comps - anchor),
+                           [len(comps), fork_load(tree), changed_share(tree)]]).astype(np.float32)
+
+
+def feature_matrix(trees: Sequence[Tree]) -> np.ndarray:
+    """`tree_features` of each sample, one row each (an untransformed tree's pooled vectors computed once)."""
+    return np.stack([tree_features(t) for t in trees]) if trees else np.zeros((0, 12 * COMP_FEATURES + 3), np.float32)
+
+
+@dataclass(frozen=True)
+class BoostConfig:
+    """LightGBM's settings (the sixtieth session's, chosen on validation programs: 255 leaves x 400 rounds)."""
+
+    leaves: int = 255
+    rounds: int = 400
+    learning_rate: float = 0.03
+    min_leaf: int = 40  # min_data_in_leaf
+    feature_fraction: float = 0.3  # of the features each tree may split on
+    bagging_fraction: float = 0.8
+    seeds: int = 3  # boosters of other bagging seeds, averaged in log space
+    threads: int = 1
+
+    def params(self, seed: int) -> dict:
+        return dict(objective="l1", learning_rate=self.learning_rate, num_leaves=self.leaves,
+                    min_data_in_leaf=self.min_leaf, feature_fraction=self.feature_fraction,
+                    bagging_fraction=self.bagging_fraction, bagging_freq=1, lambda_l2=1.0,
+                    num_threads=self.threads, verbose=-1, seed=seed)
+
+
+class Boosted:
+    """Boosters trained on `tree_features`, answering the mean of their log speedups."""
+
+    def __init__(self, boosters: Sequence, config: BoostConfig, comp_features: int = COMP_FEATURES):
+        if not boosters:
+            raise UsageError("trees need at least one booster")
+        self.boosters, self.config, self.comp_features = list(boosters), config, comp_features
+
+    def log_speedups(self, trees: Sequence[Tree]) -> np.ndarray:
+        if not trees:
+            return np.zeros(0)
+        if trees[0].comps.shape[1] != self.comp_features:
+            raise ValueError(f"the trees read {self.comp_features} features a computation, these samples carry "
+                             f"{trees[0].comps.shape[1]}")
+        x = feature_matrix(trees)
+        return np.mean([b.predict(x, num_threads=1) for b in self.boosters], axis=0)
+
+    def state(self) -> dict:
+        """What a model file keeps: each booster's text, compressed (about a quarter of the size)."""
+        return {"version": TREE_FEATURES_VERSION, "comp_features": self.comp_features,
+                "config": dataclasses.asdict(self.config),
+                "boosters": [zlib.compress(b.model_to_string().encode(), 6) for b in self.boosters]}
+
+    @classmethod
+    def from_state(cls, blob: dict) -> Boosted:
+        """The trees a model file kept; ValueError when they read another feature layout than this llmopt makes."""
+        import lightgbm as lgb
+
+        if blob.get("version") != TREE_FEATURES_VERSION or blob.get("comp_features") != COMP_FEATURES:
+            raise ValueError(f"its trees read feature layout {blob.get('version')} of {blob.get('comp_features')} "
+                             f"features, this llmopt makes {TREE_FEATURES_VERSION} of {COMP_FEATURES}: retrain them")
+        boosters = [lgb.Booster(model_str=zlib.decompress(b).decode()) for b in blob["boosters"]]
+        return cls(boosters, BoostConfig(**blob["config"]), blob["comp_features"])
+
+
+def train_boosted(x: np.ndarray, speedups: np.ndarray, config: BoostConfig = BoostConfig(), log=print) -> Boosted:
+    """`config.seeds` boosters on feature rows `x` (`feature_matrix`) and their measured speedups."""
+    import lightgbm as lgb
+
+    speedups = np.asarray(speedups, dtype=np.float64)
+    data = lgb.Dataset(x, np.log(speedups), weight=1.0 / speedups, free_raw_data=False)
+    boosters = []
+    for seed in range(config.seeds):
+        boosters.append(lgb.train(config.params(seed), data, config.rounds))
+        log(f"booster {seed + 1}/{config.seeds}: {config.rounds} rounds of {config.leaves} leaves")
+    return Boosted(boosters, config)
+
+
+def _mape(y: np.ndarray, log_pred: np.ndarray) -> float:
+    return float(np.mean(np.abs(np.exp(log_pred) - y) / y)) if len(y) else float("nan")
+
+
+def fit_weight(y: np.ndarray, trees: np.ndarray, network: np.ndarray) -> float:
+    """The trees' share in 0, 0.05, ..., 1 whose blend of the log answers has the least MAPE on `y`."""
+    grid = np.round(np.arange(0.0, 1.0001, 0.05), 2)
+    return float(grid[np.argmin([_mape(y, w * trees + (1 - w) * network) for w in grid])])
+
+
+def build(data: Sequence[str], network_path: str, out: str, config: BoostConfig = BoostConfig(),
+          weight: float | None = DEFAULT_WEIGHT, min_baseline_ms: float = 0.0, log=print) -> dict:
+    """Train trees on `network_path`'s training programs of the folders `data` (their rows of programs running at
+    least `min_baseline_ms`), blend them with that network at `weight` (None: fitted on the validation programs),
+    save the blend to `out`; returns the report (MAPE of the trees, the network and the blend per split, on the
+    programs running at least the network's own `min_baseline_ms`)."""
+    from llmopt.poly.costmodel.data import load_rows
+    from llmopt.poly.costmodel.model import Blend, Ensemble, load_model, predict_trees, save_model
+    from llmopt.poly.costmodel.train import TrainConfig, at_least, featurize_rows
+
+    network, meta = load_model(network_path)
+    if isinstance(network, Blend):
+        raise UsageError(f"--network {network_path} is already a blend: give its network")
+    if "fractions" not in meta:
+        raise UsageError(f"--network {network_path} keeps no split in its metadata: train it with "
+                         "`python -m llmopt.poly.costmodel.train`")
+    split = TrainConfig(fractions=tuple(meta["fractions"]), seed=meta.get("seed", 0))
+    rows = [r for folder in data for r in load_rows(folder)]
+    cache = Path(out).with_suffix(".features.pkl")
+    sets = featurize_rows(rows, split, progress=False, cache=cache)
+    floor = float(meta.get("min_baseline_ms", 0.0))  # what the network's reports count
+    scored = {r["hash"] for r in at_least(rows, floor)}
+    trained = {r["hash"] for r in at_least(rows, min_baseline_ms)}
+
+    def part(name: str, keep: set[str]) -> tuple[list[Tree], np.ndarray, int]:
+        """The split's samples of programs in `keep`, their speedups and how many programs they are."""
+        ds = sets[name]
+        idx = [k for k, h in enumerate(ds.programs) if h in keep and not (ds.head and ds.head[k])]
+        programs = len({ds.programs[k] for k in idx})
+        return [ds.trees[k] for k in idx], np.asarray(ds.speedups, dtype=np.float64)[idx], programs
+
+    train_trees, train_y, programs = part("train", trained)
+    if not train_trees:
+        raise UsageError(f"{', '.join(data)}: no training rows for the trees (other data than the network's?)")
+    log(f"{len(train_trees)} training rows of {programs} programs")
+    boosted = train_boosted(feature_matrix(train_trees), train_y, config, log)
+    report: dict = {"network": network_path, "data": list(map(str, data)), "min_baseline_ms": min_baseline_ms,
+                    "scored_min_baseline_ms": floor, "config": dataclasses.asdict(config)}
+    answers = {}
+    for name in ("validation", "test"):
+        trees, y, programs = part(name, scored)
+        t, n = boosted.log_speedups(trees), np.log(predict_trees(network, trees)) if trees else np.zeros(0)
+        answers[name] = (y, t, n)
+        report[name] = {"rows": len(y), "programs": programs, "trees": _mape(y, t), "network": _mape(y, n)}
+    if weight is None:
+        y, t, n = answers["validation"]
+        if not len(y):
+            raise UsageError("--weight fit needs validation programs: give a weight")
+        weight = fit_weight(y, t, n)
+    for name, (y, t, n) in answers.items():
+        report[name]["blend"] = _mape(y, weight * t + (1 - weight) * n)
+    report["weight"] = weight
+    blend = Blend(network, boosted, weight)
+    members = len(network.members) if isinstance(network, Ensemble) else 1
+    save_model(blend, out, {**meta, "blend": {**report, "network_members": members}})
+    return report
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m llmopt.poly.costmodel.boosted", description=__doc__.split("\n")[0])
+    p.add_argument("data", nargs="+", help="the collected folder(s) the network trained on")
+    p.add_argument("--network", required=True, help="a trained cost model or ensemble file: the split and the "
+                                                    "blend's other half")
+    p.add_argument("--out", required=True, help="the blend's file (loaded like any cost model)")
+    p.add_argument("--weight", default=str(DEFAULT_WEIGHT),
+                   help="the trees' share of the log answer, or 'fit' (on the validation programs)")
+    p.add_argument("--min-baseline-ms", type=float, default=0.0,
+                   help="train the trees on programs running at least this long (default every training row: "
+                        "the sixtieth session's trees gained from the short ones)")
+    d = BoostConfig()
+    p.add_argument("--leaves", type=int, default=d.leaves)
+    p.add_argument("--rounds", type=int, default=d.rounds)
+    p.add_argument("--lr", type=float, default=d.learning_rate)
+    p.add_argument("--min-leaf", type=int, default=d.min_leaf)
+    p.add_argument("--feature-fraction", type=float, default=d.feature_fraction)
+    p.add_argument("--seeds", type=int, default=d.seeds)
+    p.add_argument("--threads", type=int, default=d.threads)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    if a.weight == "fit":
+        weight = None
+    else:
+        try:
+            weight = float(a.weight)
+        except ValueError:
+            raise UsageError(f"--weight {a.weight}: a number in [0, 1] or 'fit'") from None
+        if not 0.0 <= weight <= 1.0:
+            raise UsageError(f"--weight {a.weight}: a number in [0, 1] or 'fit'")
+    if a.seeds < 1 or a.rounds < 1 or a.leaves < 2:
+        raise UsageError("--seeds and --rounds must be at least 1, --leaves at least 2")
+    config = BoostConfig(leaves=a.leaves, rounds=a.rounds, learning_rate=a.lr, min_leaf=a.min_leaf,
+                         feature_fraction=a.feature_fraction, seeds=a.seeds, threads=a.threads)
+    report = build(a.data, a.network, a.out, config, weight, a.min_baseline_ms,
+                   log=lambda message: print(message, file=sys.stderr, flush=True))  # stdout: the report alone
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,142 @@
+"""Gradient-boosted trees on the cost model's inputs and their blend with a network (`llmopt.poly.costmodel.boosted`),
+on rows collected here by the real compiler and timed for real."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from llmopt.errors import UsageError
+from llmopt.harness.cache import ResultCache
+from llmopt.poly.benchmarks import benchmark
+from llmopt.poly.costmodel import boosted
+from llmopt.poly.costmodel.boosted import BoostConfig, build, feature_matrix, train_boosted, tree_features
+from llmopt.poly.costmodel.data import DataConfig, collect, load_rows
+from llmopt.poly.costmodel.ensemble import build as build_ensemble
+from llmopt.poly.costmodel.features import COMP_FEATURES, featurizer
+from llmopt.poly.costmodel.model import (
+    Blend,
+    CostModel,
+    CostModelError,
+    ModelConfig,
+    load_model,
+    predict_trees,
+    save_model,
+)
+from llmopt.poly.costmodel.search import beam_model
+from llmopt.poly.costmodel.train import TrainConfig, featurize_rows, fine_tune_start, split_of
+from llmopt.poly.legality import check
+from llmopt.poly.measure import Measurer
+from llmopt.poly.schedule import Schedule, Tile, state
+
+SMALL = BoostConfig(leaves=4, rounds=60, min_leaf=2, feature_fraction=1.0, bagging_fraction=1.0, seeds=2,
+                    learning_rate=0.2)
+C = COMP_FEATURES
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("boosted-data")
+    collect(out, range(4), DataConfig(schedules_per_program=4, repeats=1, small=True), workers=1,
+            cache_path=str(out / "cache.sqlite"), progress=False)
+    return out
+
+
+def _network(path: Path, fractions=(1.0, 0.0), seed: int = 0) -> Path:
+    """A tiny untrained network whose metadata carries a split, as `train` writes it."""
+    torch.manual_seed(0)
+    save_model(CostModel(ModelConfig.tiny()), path, {"fractions": list(fractions), "seed": seed})
+    return path
+
+
+def test_tree_features_pool_the_computations_and_vanish_for_what_a_schedule_left_alone():
+    prog = benchmark("gemm", small=True)
+    featurize = featurizer(prog)
+    plain = featurize(state(prog, Schedule()))
+    tiled = featurize(state(prog, Schedule((Tile("S1", 0, (8, 8)),))))
+    a, b = tree_features(plain), tree_features(tiled)
+    assert a.shape == b.shape == (12 * C + 3,) and a.dtype == np.float32
+    # the untransformed tree: its differences from itself are zero, nothing changed; the tiled one changed
+    assert not a[6 * C: 9 * C].any() and not a[11 * C: 12 * C].any() and a[-1] == 0.0
+    assert b[6 * C: 9 * C].any() and 0.0 < b[-1] <= 1.0
+    assert a[-3] == b[-3] == len(prog.statements)
+    assert np.array_equal(a[3 * C: 6 * C], b[3 * C: 6 * C])  # both read the same untransformed program
+    assert feature_matrix([plain, tiled]).shape == (2, 12 * C + 3) and feature_matrix([]).shape == (0, 12 * C + 3)
+
+
+def test_trees_learn_labels_their_inputs_decide(data_dir):
+    # fixed labels, not the live timings: every transformed schedule 2x, the untransformed 1x
+    rows = load_rows(data_dir)
+    trees = featurize_rows(rows, TrainConfig(fractions=(1.0, 0.0)), progress=False)["train"].trees  # rows' order
+    y = np.array([1.0 if not r["schedule"] else 2.0 for r in rows])
+    assert 0 < (y == 1.0).sum() < len(y)
+    model = train_boosted(feature_matrix(trees), y, SMALL, log=lambda *_: None)
+    answers = np.exp(model.log_speedups(trees))
+    assert np.mean(np.abs(answers - y) / y) < 0.05  # answering the mean of both would miss by ~0.2
+    assert len(model.boosters) == SMALL.seeds
+    again = boosted.Boosted.from_state(model.state())
+    assert np.allclose(again.log_speedups(trees), model.log_speedups(trees))
+
+
+def test_a_blend_answers_the_weighted_mean_of_its_learners_and_searches(data_dir, tmp_path):
+    net = _network(tmp_path / "net.pt")
+    out = tmp_path / "blend.pt"
+    report = build([str(data_dir)], str(net), str(out), SMALL, weight=0.25, log=lambda *_: None)
+    assert report["weight"] == 0.25 and report["config"]["leaves"] == SMALL.leaves
+    blend, meta = load_model(out)
+    assert isinstance(blend, Blend) and meta["blend"]["weight"] == 0.25 and meta["fractions"] == [1.0, 0.0]
+    trees = featurize_rows(load_rows(data_dir), TrainConfig(fractions=(1.0, 0.0)), progress=False)["train"].trees
+    network, _ = load_model(net)
+    expected = np.exp(0.25 * blend.trees.log_speedups(trees) + 0.75 * np.log(predict_trees(network, trees)))
+    assert np.allclose(predict_trees(blend, trees), expected)
+    assert not np.allclose(predict_trees(blend, trees), predict_trees(network, trees))
+    # the searches load a blend like any cost model, and their answer is still verified by execution
+    measurer = Measurer(ResultCache(tmp_path / "cache.sqlite"), repeats=2, timeout=60)
+    prog = benchmark("gemm", small=True)
+    res = beam_model(prog, measurer, budget_seconds=30, width=2, depth=2, verify=1, model_path=out)
+    assert check(prog, res.schedule)[0] and res.seconds <= res.baseline_seconds
+
+
+def test_the_command_fits_the_weight_on_the_networks_validation_programs(data_dir, tmp_path, capsys):
+    hashes = sorted({r["hash"] for r in load_rows(data_dir)})
+    # a split seed that leaves both training and validation programs among the four
+    seed = next(s for s in range(200) if {split_of(h, (0.5, 0.5), s) for h in hashes} == {"train", "validation"})
+    net = _network(tmp_path / "net.pt", (0.5, 0.5), seed)
+    out = tmp_path / "blend.pt"
+    assert boosted.main([str(data_dir), "--network", str(net), "--out", str(out), "--weight", "fit", "--seeds", "1",
+                         "--leaves", "4", "--rounds", "20", "--min-leaf", "2"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert 0.0 <= report["weight"] <= 1.0 and report["validation"]["rows"] > 0
+    assert report["validation"]["blend"] <= min(report["validation"]["trees"], report["validation"]["network"])
+    assert report["test"]["rows"] == 0
+    assert load_model(out)[0].weight == report["weight"]
+
+
+def test_blends_are_refused_where_only_a_network_fits(data_dir, tmp_path):
+    net = _network(tmp_path / "net.pt")
+    out = tmp_path / "blend.pt"
+    build([str(data_dir)], str(net), str(out), BoostConfig(leaves=2, rounds=2, min_leaf=2, seeds=1),
+          log=lambda *_: None)
+    with pytest.raises(UsageError, match="blend"):
+        build_ensemble([net, out])
+    with pytest.raises(UsageError, match="blend"):
+        fine_tune_start(TrainConfig(init_from=str(out)))
+    with pytest.raises(UsageError, match="already a blend"):
+        build([str(data_dir)], str(out), str(tmp_path / "again.pt"), SMALL, log=lambda *_: None)
+    for bad in ("2", "half"):
+        with pytest.raises(UsageError, match="--weight"):
+            boosted.main([str(data_dir), "--network", str(net), "--out", str(tmp_path / "x.pt"), "--weight", bad])
+    # trees of another feature layout: a clear error, not wrong answers
+    blob = torch.load(out, weights_only=False)
+    blob["blend"]["trees"]["version"] = -1
+    torch.save(blob, tmp_path / "old.pt")
+    with pytest.raises(CostModelError, match="feature layout"):
+        load_model(tmp_path / "old.pt")
+    no_split = tmp_path / "bare.pt"
+    save_model(CostModel(ModelConfig.tiny()), no_split)
+    with pytest.raises(UsageError, match="no split"):
+        build([str(data_dir)], str(no_split), str(tmp_path / "y.pt"), SMALL, log=lambda *_: None)
