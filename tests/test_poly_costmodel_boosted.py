@@ -3,6 +3,7 @@ on rows collected here by the real compiler and timed for real."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,11 +15,22 @@ from llmopt.errors import UsageError
 from llmopt.harness.cache import ResultCache
 from llmopt.poly.benchmarks import benchmark
 from llmopt.poly.costmodel import boosted
-from llmopt.poly.costmodel.boosted import BoostConfig, build, feature_matrix, train_boosted, tree_features
+from llmopt.poly.costmodel.boosted import (
+    FORK_COLUMN,
+    FORK_FLOOR,
+    TREE_FEATURES,
+    BoostConfig,
+    build,
+    feature_matrix,
+    fork_free,
+    train_boosted,
+    tree_features,
+)
 from llmopt.poly.costmodel.data import DataConfig, collect, load_rows
 from llmopt.poly.costmodel.ensemble import build as build_ensemble
 from llmopt.poly.costmodel.features import COMP_FEATURES, featurizer
 from llmopt.poly.costmodel.model import (
+    FORK_COST,
     Blend,
     CostModel,
     CostModelError,
@@ -46,10 +58,11 @@ def data_dir(tmp_path_factory) -> Path:
     return out
 
 
-def _network(path: Path, fractions=(1.0, 0.0), seed: int = 0) -> Path:
+def _network(path: Path, fractions=(1.0, 0.0), seed: int = 0, **options) -> Path:
     """A tiny untrained network whose metadata carries a split, as `train` writes it."""
     torch.manual_seed(0)
-    save_model(CostModel(ModelConfig.tiny()), path, {"fractions": list(fractions), "seed": seed})
+    cfg = dataclasses.replace(ModelConfig.tiny(), **options)
+    save_model(CostModel(cfg), path, {"fractions": list(fractions), "seed": seed})
     return path
 
 
@@ -59,13 +72,16 @@ def test_tree_features_pool_the_computations_and_vanish_for_what_a_schedule_left
     plain = featurize(state(prog, Schedule()))
     tiled = featurize(state(prog, Schedule((Tile("S1", 0, (8, 8)),))))
     a, b = tree_features(plain), tree_features(tiled)
-    assert a.shape == b.shape == (12 * C + 3,) and a.dtype == np.float32
+    assert a.shape == b.shape == (TREE_FEATURES,) == (15 * C + 5,) and a.dtype == np.float32
     # the untransformed tree: its differences from itself are zero, nothing changed; the tiled one changed
-    assert not a[6 * C: 9 * C].any() and not a[11 * C: 12 * C].any() and a[-1] == 0.0
-    assert b[6 * C: 9 * C].any() and 0.0 < b[-1] <= 1.0
-    assert a[-3] == b[-3] == len(prog.statements)
-    assert np.array_equal(a[3 * C: 6 * C], b[3 * C: 6 * C])  # both read the same untransformed program
-    assert feature_matrix([plain, tiled]).shape == (2, 12 * C + 3) and feature_matrix([]).shape == (0, 12 * C + 3)
+    diffs = [slice(6 * C, 9 * C), slice(11 * C, 12 * C), slice(14 * C, 15 * C)]
+    assert not any(a[d].any() for d in diffs) and a[-3] == 0.0
+    assert b[6 * C: 9 * C].any() and 0.0 < b[-3] <= 1.0
+    assert a[-5] == b[-5] == len(prog.statements)
+    # both read the same untransformed program; gemm's S1 (NI x NJ x NK) does most of the work
+    assert np.array_equal(a[3 * C: 6 * C], b[3 * C: 6 * C]) and np.array_equal(a[13 * C: 14 * C], b[13 * C: 14 * C])
+    assert a[-2] > 0.9 and a[-2] + a[-1] == pytest.approx(1.0)
+    assert feature_matrix([plain, tiled]).shape == (2, TREE_FEATURES) and feature_matrix([]).shape == (0, TREE_FEATURES)
 
 
 def test_trees_learn_labels_their_inputs_decide(data_dir):
@@ -82,11 +98,27 @@ def test_trees_learn_labels_their_inputs_decide(data_dir):
     assert np.allclose(again.log_speedups(trees), model.log_speedups(trees))
 
 
+def test_the_fork_term_is_added_to_what_the_trees_learn_and_taken_from_what_they_are_taught(data_dir):
+    rows = load_rows(data_dir)
+    x = feature_matrix(featurize_rows(rows, TrainConfig(fractions=(1.0, 0.0)), progress=False)["train"].trees)
+    y = np.array([r["speedup"] for r in rows])
+    x[:, FORK_COLUMN] = np.linspace(0.0, 1e-3, len(x))  # loads from none to a 2x slowdown at C = 1000
+    taught = fork_free(x, y, 1000.0)
+    assert taught[0] == y[0] and np.all(taught >= y) and np.all(taught <= y / FORK_FLOOR + 1e-12)
+    assert taught[-1] > y[-1] and fork_free(x, y, 0.0) == pytest.approx(y)
+    plain = train_boosted(x, y, SMALL, log=lambda *_: None)
+    forked = boosted.Boosted(plain.boosters, SMALL, fork_cost=1000.0)
+    learned = plain.answer(x)
+    assert forked.answer(x) == pytest.approx(-np.log(np.exp(-learned) + 1000.0 * x[:, FORK_COLUMN]))
+    assert forked.answer(x)[0] == pytest.approx(learned[0]) and forked.answer(x)[-1] < learned[-1]
+
+
 def test_a_blend_answers_the_weighted_mean_of_its_learners_and_searches(data_dir, tmp_path):
-    net = _network(tmp_path / "net.pt")
+    net = _network(tmp_path / "net.pt", anchored=True, fork_term=True)
     out = tmp_path / "blend.pt"
     report = build([str(data_dir)], str(net), str(out), SMALL, weight=0.25, log=lambda *_: None)
     assert report["weight"] == 0.25 and report["config"]["leaves"] == SMALL.leaves
+    assert report["fork_cost"] == pytest.approx(FORK_COST, rel=1e-5)  # the network's C (untrained: its start)
     blend, meta = load_model(out)
     assert isinstance(blend, Blend) and meta["blend"]["weight"] == 0.25 and meta["fractions"] == [1.0, 0.0]
     trees = featurize_rows(load_rows(data_dir), TrainConfig(fractions=(1.0, 0.0)), progress=False)["train"].trees
@@ -119,8 +151,11 @@ def test_the_command_fits_the_weight_on_the_networks_validation_programs(data_di
 def test_blends_are_refused_where_only_a_network_fits(data_dir, tmp_path):
     net = _network(tmp_path / "net.pt")
     out = tmp_path / "blend.pt"
-    build([str(data_dir)], str(net), str(out), BoostConfig(leaves=2, rounds=2, min_leaf=2, seeds=1),
+    build([str(data_dir)], str(net), str(out), BoostConfig(leaves=2, rounds=2, min_leaf=2, seeds=1), weight=0.5,
           log=lambda *_: None)
+    assert load_model(out)[0].trees.fork_cost == 0.0  # a network without the fork term: trees without it
+    with pytest.raises(UsageError, match="validation programs"):  # the default fits the weight on them
+        build([str(data_dir)], str(net), str(tmp_path / "z.pt"), SMALL, log=lambda *_: None)
     with pytest.raises(UsageError, match="blend"):
         build_ensemble([net, out])
     with pytest.raises(UsageError, match="blend"):

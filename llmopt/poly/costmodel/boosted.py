@@ -1,6 +1,6 @@
 """Gradient-boosted trees on the cost model's own inputs, and their blend with the network (issue 16).
 
-    python -m llmopt.poly.costmodel.boosted DATA --network MODEL.pt --out BLEND.pt [--weight 0.5] [--seeds 3]
+    python -m llmopt.poly.costmodel.boosted DATA --network MODEL.pt --out BLEND.pt [--weight fit|W] [--seeds 3]
 
 Why: seeds of one network make correlated errors (an ensemble of four gains 0.009 over one), while trees read
 the same inputs and err elsewhere: on the fcaa test programs the trees alone score as four networks together
@@ -9,7 +9,16 @@ session).  The trees read each (program, schedule)'s computation vectors (`featu
 computations (mean, max, min) for the transformed tree, for the untransformed one (`Tree.anchor`) and for their
 difference (computation by computation), the same three averaged with each computation weighted by its share of
 the untransformed iterations (Amdahl: a computation's change matters by its share of the work), plus the count of
-computations, `features.fork_load` and `features.changed_share` (`tree_features`).  Target: log speedup; objective
+computations, `features.fork_load` and `features.changed_share`, and the vectors (transformed, untransformed,
+difference) of the computation doing most of the work, with its share and the next one's (`tree_features`; the
+last gained 0.005 on validation programs and 0.006 on test ones, sixty-first session).
+
+With a fork cost C (the blend's network's `model.ModelConfig.fork_term`) the trees answer as that network does: a
+time ratio learned by the trees plus C x `features.fork_load`, and they are taught the time ratio the fork term
+leaves (1/speedup - C x load, at least `FORK_FLOOR` of the measured one).  Why: trees cannot extrapolate, and the
+few rows that fork a parallel loop hundreds of thousands of times run 0.01x where trees taught the raw labels
+answered 0.1-0.2x: a 10-20x error each, a fifth of the blend's error on the fcaa test programs; with the term the
+trees alone fell from 0.176 to 0.165 (sixty-first session).  Target: log speedup; objective
 L1 weighted by 1/speedup, whose optimum in a leaf is the answer that minimizes MAPE.  Several boosters of other
 bagging seeds answer the mean of their log speedups.
 
@@ -38,25 +47,32 @@ from llmopt.errors import UsageError, run_main
 from llmopt.poly.costmodel.features import COMP_FEATURES, Tree, changed_share, fork_load, work_shares
 
 TREE_FEATURES_VERSION = 1  # bump when `tree_features` changes: a file's boosters read the layout they trained on
-DEFAULT_WEIGHT = 0.5  # the trees' share of the blend's log answer (module docstring; sixtieth session)
 
 
 def _pooled(comps: np.ndarray) -> np.ndarray:
     return np.concatenate([comps.mean(0), comps.max(0), comps.min(0)])
 
 
+TREE_FEATURES = 15 * COMP_FEATURES + 5
+FORK_COLUMN = TREE_FEATURES - 4  # where `tree_features` keeps `features.fork_load`
+FORK_FLOOR = 0.2  # the fork term takes at most 80% of a row's measured time (its load is an estimate; timings vary)
+
+
 def tree_features(tree: Tree) -> np.ndarray:
-    """The trees' inputs for one featurized (program, schedule) (module docstring): 12 x COMP_FEATURES + 3 floats."""
+    """The trees' inputs for one featurized (program, schedule) (module docstring): TREE_FEATURES floats."""
     anchor, comps = tree.anchor.comps, tree.comps
     work = work_shares(anchor)
+    order = np.argsort(-work, kind="stable")
+    top, second = order[0], (work[order[1]] if len(order) > 1 else 0.0)
     return np.concatenate([_pooled(comps), _pooled(anchor), _pooled(comps - anchor),
                            work @ comps, work @ anchor, work @ (comps - anchor),
-                           [len(comps), fork_load(tree), changed_share(tree)]]).astype(np.float32)
+                           comps[top], anchor[top], comps[top] - anchor[top],
+                           [len(comps), fork_load(tree), changed_share(tree), work[top], second]]).astype(np.float32)
 
 
 def feature_matrix(trees: Sequence[Tree]) -> np.ndarray:
-    """`tree_features` of each sample, one row each (an untransformed tree's pooled vectors computed once)."""
-    return np.stack([tree_features(t) for t in trees]) if trees else np.zeros((0, 12 * COMP_FEATURES + 3), np.float32)
+    """`tree_features` of each sample, one row each."""
+    return np.stack([tree_features(t) for t in trees]) if trees else np.zeros((0, TREE_FEATURES), np.float32)
 
 
 @dataclass(frozen=True)
@@ -80,12 +96,15 @@ class BoostConfig:
 
 
 class Boosted:
-    """Boosters trained on `tree_features`, answering the mean of their log speedups."""
+    """Boosters trained on `tree_features`, answering the mean of their log speedups, with the fork term of
+    `fork_cost` (module docstring; 0: none)."""
 
-    def __init__(self, boosters: Sequence, config: BoostConfig, comp_features: int = COMP_FEATURES):
+    def __init__(self, boosters: Sequence, config: BoostConfig, fork_cost: float = 0.0,
+                 comp_features: int = COMP_FEATURES):
         if not boosters:
             raise UsageError("trees need at least one booster")
         self.boosters, self.config, self.comp_features = list(boosters), config, comp_features
+        self.fork_cost = float(fork_cost)
 
     def log_speedups(self, trees: Sequence[Tree]) -> np.ndarray:
         if not trees:
@@ -93,12 +112,16 @@ class Boosted:
         if trees[0].comps.shape[1] != self.comp_features:
             raise ValueError(f"the trees read {self.comp_features} features a computation, these samples carry "
                              f"{trees[0].comps.shape[1]}")
-        x = feature_matrix(trees)
-        return np.mean([b.predict(x, num_threads=1) for b in self.boosters], axis=0)
+        return self.answer(feature_matrix(trees))
+
+    def answer(self, x: np.ndarray) -> np.ndarray:
+        """Log speedups of feature rows (`feature_matrix`): the boosters' mean, then the fork term."""
+        learned = np.mean([b.predict(x, num_threads=1) for b in self.boosters], axis=0)
+        return -np.log(np.exp(-learned) + self.fork_cost * x[:, FORK_COLUMN].astype(np.float64))
 
     def state(self) -> dict:
         """What a model file keeps: each booster's text, compressed (about a quarter of the size)."""
-        return {"version": TREE_FEATURES_VERSION, "comp_features": self.comp_features,
+        return {"version": TREE_FEATURES_VERSION, "comp_features": self.comp_features, "fork_cost": self.fork_cost,
                 "config": dataclasses.asdict(self.config),
                 "boosters": [zlib.compress(b.model_to_string().encode(), 6) for b in self.boosters]}
 
@@ -111,20 +134,30 @@ class Boosted:
             raise ValueError(f"its trees read feature layout {blob.get('version')} of {blob.get('comp_features')} "
                              f"features, this llmopt makes {TREE_FEATURES_VERSION} of {COMP_FEATURES}: retrain them")
         boosters = [lgb.Booster(model_str=zlib.decompress(b).decode()) for b in blob["boosters"]]
-        return cls(boosters, BoostConfig(**blob["config"]), blob["comp_features"])
+        if any(b.num_feature() != TREE_FEATURES for b in boosters):
+            raise ValueError(f"its trees read {boosters[0].num_feature()} features, this llmopt makes {TREE_FEATURES}")
+        return cls(boosters, BoostConfig(**blob["config"]), blob["fork_cost"], blob["comp_features"])
 
 
-def train_boosted(x: np.ndarray, speedups: np.ndarray, config: BoostConfig = BoostConfig(), log=print) -> Boosted:
-    """`config.seeds` boosters on feature rows `x` (`feature_matrix`) and their measured speedups."""
+def fork_free(x: np.ndarray, speedups: np.ndarray, fork_cost: float) -> np.ndarray:
+    """The speedups the trees are taught: the time ratio less the fork term, at least FORK_FLOOR of it."""
+    ratio = 1.0 / np.asarray(speedups, dtype=np.float64)
+    return 1.0 / np.maximum(ratio - fork_cost * x[:, FORK_COLUMN].astype(np.float64), FORK_FLOOR * ratio)
+
+
+def train_boosted(x: np.ndarray, speedups: np.ndarray, config: BoostConfig = BoostConfig(), fork_cost: float = 0.0,
+                  log=print) -> Boosted:
+    """`config.seeds` boosters on feature rows `x` (`feature_matrix`) and their measured speedups, answering with
+    the fork term of `fork_cost` (module docstring)."""
     import lightgbm as lgb
 
-    speedups = np.asarray(speedups, dtype=np.float64)
-    data = lgb.Dataset(x, np.log(speedups), weight=1.0 / speedups, free_raw_data=False)
+    taught = fork_free(x, speedups, fork_cost)
+    data = lgb.Dataset(x, np.log(taught), weight=1.0 / taught, free_raw_data=False)
     boosters = []
     for seed in range(config.seeds):
         boosters.append(lgb.train(config.params(seed), data, config.rounds))
         log(f"booster {seed + 1}/{config.seeds}: {config.rounds} rounds of {config.leaves} leaves")
-    return Boosted(boosters, config)
+    return Boosted(boosters, config, fork_cost)
 
 
 def _mape(y: np.ndarray, log_pred: np.ndarray) -> float:
@@ -138,7 +171,7 @@ def fit_weight(y: np.ndarray, trees: np.ndarray, network: np.ndarray) -> float:
 
 
 def build(data: Sequence[str], network_path: str, out: str, config: BoostConfig = BoostConfig(),
-          weight: float | None = DEFAULT_WEIGHT, min_baseline_ms: float = 0.0, log=print) -> dict:
+          weight: float | None = None, min_baseline_ms: float = 0.0, log=print) -> dict:
     """Train trees on `network_path`'s training programs of the folders `data` (their rows of programs running at
     least `min_baseline_ms`), blend them with that network at `weight` (None: fitted on the validation programs),
     save the blend to `out`; returns the report (MAPE of the trees, the network and the blend per split, on the
@@ -171,21 +204,21 @@ def build(data: Sequence[str], network_path: str, out: str, config: BoostConfig 
     train_trees, train_y, programs = part("train", trained)
     if not train_trees:
         raise UsageError(f"{', '.join(data)}: no training rows for the trees (other data than the network's?)")
+    held_out = {name: part(name, scored) for name in ("validation", "test")}
+    if weight is None and not held_out["validation"][0]:  # before the training, not after
+        raise UsageError("--weight fit needs validation programs (none in the network's split): give a weight")
     log(f"{len(train_trees)} training rows of {programs} programs")
-    boosted = train_boosted(feature_matrix(train_trees), train_y, config, log)
+    fork_cost = float(network.log_fork_cost.detach().exp()) if network.cfg.fork_term else 0.0
+    boosted = train_boosted(feature_matrix(train_trees), train_y, config, fork_cost, log)
     report: dict = {"network": network_path, "data": list(map(str, data)), "min_baseline_ms": min_baseline_ms,
-                    "scored_min_baseline_ms": floor, "config": dataclasses.asdict(config)}
+                    "scored_min_baseline_ms": floor, "config": dataclasses.asdict(config), "fork_cost": fork_cost}
     answers = {}
-    for name in ("validation", "test"):
-        trees, y, programs = part(name, scored)
+    for name, (trees, y, programs) in held_out.items():
         t, n = boosted.log_speedups(trees), np.log(predict_trees(network, trees)) if trees else np.zeros(0)
         answers[name] = (y, t, n)
         report[name] = {"rows": len(y), "programs": programs, "trees": _mape(y, t), "network": _mape(y, n)}
     if weight is None:
-        y, t, n = answers["validation"]
-        if not len(y):
-            raise UsageError("--weight fit needs validation programs: give a weight")
-        weight = fit_weight(y, t, n)
+        weight = fit_weight(*answers["validation"])
     for name, (y, t, n) in answers.items():
         report[name]["blend"] = _mape(y, weight * t + (1 - weight) * n)
     report["weight"] = weight
@@ -201,8 +234,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--network", required=True, help="a trained cost model or ensemble file: the split and the "
                                                     "blend's other half")
     p.add_argument("--out", required=True, help="the blend's file (loaded like any cost model)")
-    p.add_argument("--weight", default=str(DEFAULT_WEIGHT),
-                   help="the trees' share of the log answer, or 'fit' (on the validation programs)")
+    p.add_argument("--weight", default="fit",
+                   help="the trees' share of the log answer in [0, 1], or 'fit': the best on the network's "
+                        "validation programs (default)")
     p.add_argument("--min-baseline-ms", type=float, default=0.0,
                    help="train the trees on programs running at least this long (default every training row: "
                         "the sixtieth session's trees gained from the short ones)")
