@@ -146,6 +146,17 @@ def test_the_command_fits_the_weight_on_the_networks_validation_programs(data_di
     assert report["validation"]["blend"] <= min(report["validation"]["trees"], report["validation"]["network"])
     assert report["test"]["rows"] == 0
     assert load_model(out)[0].weight == report["weight"]
+    # the same trees blended with another network of the split: not trained again, the same answers
+    other = _network(tmp_path / "other.pt", (0.5, 0.5), seed, anchored=True)
+    again = build([str(data_dir)], str(other), str(tmp_path / "again.pt"), weight=0.5, trees_from=str(out),
+                  log=lambda *_: None)
+    assert again["validation"]["trees"] == report["validation"]["trees"] and again["config"] == report["config"]
+    with pytest.raises(UsageError, match="another split"):
+        build([str(data_dir)], str(_network(tmp_path / "split.pt", (0.5, 0.5), seed + 1)), str(tmp_path / "x.pt"),
+              weight=0.5, trees_from=str(out), log=lambda *_: None)
+    with pytest.raises(UsageError, match="not a blend"):
+        build([str(data_dir)], str(other), str(tmp_path / "y.pt"), weight=0.5, trees_from=str(other),
+              log=lambda *_: None)
 
 
 def test_blends_are_refused_where_only_a_network_fits(data_dir, tmp_path):

@@ -3,24 +3,22 @@
     python -m llmopt.poly.costmodel.boosted DATA --network MODEL.pt --out BLEND.pt [--weight fit|W] [--seeds 3]
 
 Why: seeds of one network make correlated errors (an ensemble of four gains 0.009 over one), while trees read
-the same inputs and err elsewhere: on the fcaa test programs the trees alone score as four networks together
-(0.1796) and the blend of both 0.170-0.173 against the network's 0.180-0.186 (docs/results/costmodel/, sixtieth
-session).  The trees read each (program, schedule)'s computation vectors (`features.featurize`) pooled over the
-computations (mean, max, min) for the transformed tree, for the untransformed one (`Tree.anchor`) and for their
-difference (computation by computation), the same three averaged with each computation weighted by its share of
-the untransformed iterations (Amdahl: a computation's change matters by its share of the work), plus the count of
-computations, `features.fork_load` and `features.changed_share`, and the vectors (transformed, untransformed,
-difference) of the computation doing most of the work, with its share and the next one's (`tree_features`; the
-last gained 0.005 on validation programs and 0.006 on test ones, sixty-first session).
+the same inputs and err elsewhere (docs/results/costmodel/, sixtieth and sixty-first sessions).
+
+The trees read each (program, schedule)'s computation vectors (`features.featurize`) pooled over the computations
+(mean, max, min) for the transformed tree, for the untransformed one (`Tree.anchor`) and for their difference
+(computation by computation); the same three averaged with each computation weighted by its share of the
+untransformed iterations (Amdahl: a computation's change matters by its share of the work); the vectors
+(transformed, untransformed, difference) of the computation doing most of the work, with its share and the next
+one's; and the count of computations, `features.fork_load` and `features.changed_share` (`tree_features`).
+Target: log speedup; objective L1 weighted by 1/speedup, whose optimum in a leaf is the answer that minimizes
+MAPE.  Several boosters of other bagging seeds answer the mean of their log speedups.
 
 With a fork cost C (the blend's network's `model.ModelConfig.fork_term`) the trees answer as that network does: a
 time ratio learned by the trees plus C x `features.fork_load`, and they are taught the time ratio the fork term
 leaves (1/speedup - C x load, at least `FORK_FLOOR` of the measured one).  Why: trees cannot extrapolate, and the
 few rows that fork a parallel loop hundreds of thousands of times run 0.01x where trees taught the raw labels
-answered 0.1-0.2x: a 10-20x error each, a fifth of the blend's error on the fcaa test programs; with the term the
-trees alone fell from 0.176 to 0.165 (sixty-first session).  Target: log speedup; objective
-L1 weighted by 1/speedup, whose optimum in a leaf is the answer that minimizes MAPE.  Several boosters of other
-bagging seeds answer the mean of their log speedups.
+answered 0.1-0.2x, a 10-20x error each.
 
 `Boosted` holds the boosters; `model.Blend` (a network or ensemble with them, answering
 w log p_trees + (1 - w) log p_network) is saved and loaded like any cost model (`model.load_model`), so
@@ -171,11 +169,12 @@ def fit_weight(y: np.ndarray, trees: np.ndarray, network: np.ndarray) -> float:
 
 
 def build(data: Sequence[str], network_path: str, out: str, config: BoostConfig = BoostConfig(),
-          weight: float | None = None, min_baseline_ms: float = 0.0, log=print) -> dict:
+          weight: float | None = None, min_baseline_ms: float = 0.0, log=print, trees_from: str | None = None) -> dict:
     """Train trees on `network_path`'s training programs of the folders `data` (their rows of programs running at
     least `min_baseline_ms`), blend them with that network at `weight` (None: fitted on the validation programs),
     save the blend to `out`; returns the report (MAPE of the trees, the network and the blend per split, on the
-    programs running at least the network's own `min_baseline_ms`)."""
+    programs running at least the network's own `min_baseline_ms`).  `trees_from`: take the trees of that blend
+    file (trained on the same split) instead of training them, to blend them with another network."""
     from llmopt.poly.costmodel.data import load_rows
     from llmopt.poly.costmodel.model import Blend, Ensemble, load_model, predict_trees, save_model
     from llmopt.poly.costmodel.train import TrainConfig, at_least, featurize_rows
@@ -207,9 +206,13 @@ def build(data: Sequence[str], network_path: str, out: str, config: BoostConfig 
     held_out = {name: part(name, scored) for name in ("validation", "test")}
     if weight is None and not held_out["validation"][0]:  # before the training, not after
         raise UsageError("--weight fit needs validation programs (none in the network's split): give a weight")
-    log(f"{len(train_trees)} training rows of {programs} programs")
-    fork_cost = float(network.log_fork_cost.detach().exp()) if network.cfg.fork_term else 0.0
-    boosted = train_boosted(feature_matrix(train_trees), train_y, config, fork_cost, log)
+    if trees_from:
+        boosted = _trees_of(trees_from, meta)
+        config, fork_cost = boosted.config, boosted.fork_cost
+    else:
+        log(f"{len(train_trees)} training rows of {programs} programs")
+        fork_cost = float(network.log_fork_cost.detach().exp()) if network.cfg.fork_term else 0.0
+        boosted = train_boosted(feature_matrix(train_trees), train_y, config, fork_cost, log)
     report: dict = {"network": network_path, "data": list(map(str, data)), "min_baseline_ms": min_baseline_ms,
                     "scored_min_baseline_ms": floor, "config": dataclasses.asdict(config), "fork_cost": fork_cost}
     answers = {}
@@ -228,6 +231,18 @@ def build(data: Sequence[str], network_path: str, out: str, config: BoostConfig 
     return report
 
 
+def _trees_of(path: str, meta: dict) -> Boosted:
+    """The trees of the blend file at `path`; UsageError unless it is one, split as `meta` says."""
+    from llmopt.poly.costmodel.model import Blend, load_model
+
+    blend, theirs = load_model(path)
+    if not isinstance(blend, Blend):
+        raise UsageError(f"--trees {path} is not a blend with trees")
+    if (theirs.get("seed", 0), theirs.get("fractions")) != (meta.get("seed", 0), meta.get("fractions")):
+        raise UsageError(f"--trees {path} was trained on another split than the network's: train new trees")
+    return blend.trees
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m llmopt.poly.costmodel.boosted", description=__doc__.split("\n")[0])
     p.add_argument("data", nargs="+", help="the collected folder(s) the network trained on")
@@ -240,6 +255,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--min-baseline-ms", type=float, default=0.0,
                    help="train the trees on programs running at least this long (default every training row: "
                         "the sixtieth session's trees gained from the short ones)")
+    p.add_argument("--trees", help="take the trees of this blend file (same split) instead of training new ones")
     d = BoostConfig()
     p.add_argument("--leaves", type=int, default=d.leaves)
     p.add_argument("--rounds", type=int, default=d.rounds)
@@ -267,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     config = BoostConfig(leaves=a.leaves, rounds=a.rounds, learning_rate=a.lr, min_leaf=a.min_leaf,
                          feature_fraction=a.feature_fraction, seeds=a.seeds, threads=a.threads)
     report = build(a.data, a.network, a.out, config, weight, a.min_baseline_ms,
-                   log=lambda message: print(message, file=sys.stderr, flush=True))  # stdout: the report alone
+                   log=lambda message: print(message, file=sys.stderr, flush=True),  # stdout: the report alone
+                   trees_from=a.trees)
     print(json.dumps(report, indent=1))
     return 0
 
