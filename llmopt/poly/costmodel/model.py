@@ -255,9 +255,11 @@ def _log_speedups(model: CostModel, trees: Sequence[Tree]) -> np.ndarray:
 def predict_trees(model: CostModel | Ensemble | Blend, trees: Sequence[Tree]) -> np.ndarray:
     """Predicted speedups of featurized samples, in order; an anchored model's scores less their programs'
     untransformed trees' (each anchor scored once); a blend's weighted geometric mean of its two answers."""
-    if isinstance(model, Blend):
-        network = np.log(predict_trees(model.network, trees))
-        return np.exp(model.weight * model.trees.log_speedups(trees) + (1 - model.weight) * network)
+    if isinstance(model, Blend):  # a learner of weight 0 is not asked (a blend fitted to the trees alone is faster)
+        w = model.weight
+        trees_part = w * model.trees.log_speedups(trees) if w > 0 else 0.0
+        network_part = (1 - w) * np.log(predict_trees(model.network, trees)) if w < 1 else 0.0
+        return np.exp(trees_part + network_part)
     out = _log_speedups(model, trees)
     if model.cfg.anchored:
         anchors = {id(t.anchor): t.anchor for t in trees}
