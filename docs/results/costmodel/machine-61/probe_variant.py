@@ -13,6 +13,7 @@ p.add_argument("--floor", type=float, default=0.2); p.add_argument("--seed", typ
 p.add_argument("--lr", type=float, default=0.03); p.add_argument("--ff", type=float, default=0.3)
 p.add_argument("--objective", default="l1", help="LightGBM's objective on the log target (l1, huber, regression)")
 p.add_argument("--shift", action="store_true", help="then shift the log answers by the constant best on validation")
+p.add_argument("--boosting", default="gbdt", help="gbdt, or rf: a random forest (bagging 0.632, every tree alone)")
 p.add_argument("--name", required=True)
 a = p.parse_args()
 C = 815.24
@@ -37,7 +38,10 @@ y = {"train": d["ytr"], "validation": d["yv"], "test": d["yt"]}
 mape = lambda y, p: float(np.mean(np.abs(p - y) / y))
 r = 1 / y["train"]; yf = 1 / np.maximum(r - C * load["train"], a.floor * r)
 params = dict(objective=a.objective, learning_rate=a.lr, num_leaves=a.leaves, min_data_in_leaf=a.min_leaf, bagging_fraction=0.8,
-              bagging_freq=1, feature_fraction=a.ff, lambda_l2=1.0, num_threads=1, verbose=-1, seed=a.seed)
+              bagging_freq=1, feature_fraction=a.ff, lambda_l2=1.0, num_threads=1, verbose=-1, seed=a.seed,
+              boosting=a.boosting)
+if a.boosting == "rf":
+    params["bagging_fraction"] = 0.632
 b = lgb.train(params, lgb.Dataset(x["train"], np.log(yf), weight=1 / yf), a.rounds)
 raw = {s: b.predict(x[s]) for s in ("validation", "test")}
 shift = 0.0
