@@ -28,6 +28,8 @@ python $H/probe_variant.py --rounds 800 --name r800 > $H/probe_r800.out
 python $H/probe_variant.py --objective huber --shift --name huber > $H/probe_huber.out
 python $H/probe_variant.py --objective regression --shift --name l2 > $H/probe_l2.out
 python $H/probe_variant.py --boosting rf --leaves 1023 --min-leaf 20 --rounds 150 --name rf > $H/probe_rf.out
+python $H/probe_variant.py --amdahl --name amdahl > $H/probe_amdahl.out
+python $H/probe_variant.py --amdahl --objective huber --name amdahl-huber > $H/probe_amdahl_huber.out
 # The recipe's network trained on the training programs' rows under 5 ms too (the trees gained from them).
 mkdir -p $O/base-s0 && cp runs/s59/base-s0/features.pkl $O/base-s0/
 run_recipe allrows 0 --min-baseline-ms 0; wait
