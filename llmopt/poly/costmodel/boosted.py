@@ -47,15 +47,13 @@ from llmopt.errors import UsageError, run_main
 from llmopt.poly.costmodel.features import COMP_FEATURES, Tree, changed_share, fork_load, work_shares
 
 TREE_FEATURES_VERSION = 1  # bump when `tree_features` changes: a file's boosters read the layout they trained on
+TREE_FEATURES = 15 * COMP_FEATURES + 5
+FORK_COLUMN = TREE_FEATURES - 4  # where `tree_features` keeps `features.fork_load`
+FORK_FLOOR = 0.2  # the fork term takes at most 80% of a row's measured time (its load is an estimate; timings vary)
 
 
 def _pooled(comps: np.ndarray) -> np.ndarray:
     return np.concatenate([comps.mean(0), comps.max(0), comps.min(0)])
-
-
-TREE_FEATURES = 15 * COMP_FEATURES + 5
-FORK_COLUMN = TREE_FEATURES - 4  # where `tree_features` keeps `features.fork_load`
-FORK_FLOOR = 0.2  # the fork term takes at most 80% of a row's measured time (its load is an estimate; timings vary)
 
 
 def tree_features(tree: Tree) -> np.ndarray:
@@ -174,6 +172,48 @@ def fit_weight(y: np.ndarray, trees: np.ndarray, network: np.ndarray) -> float:
     return float(grid[np.argmin([_mape(y, w * trees + (1 - w) * network) for w in grid])])
 
 
+Part = tuple[list[Tree], np.ndarray, int]  # a split's samples, their measured speedups, how many programs
+
+
+def _parts(data: Sequence[str], meta: dict, cache: Path, min_baseline_ms: float, floor: float
+           ) -> tuple[Part, dict[str, Part]]:
+    """The network's split (`meta`) of the folders' rows, featurized (`cache`): the training programs running at
+    least `min_baseline_ms`, and the validation and test programs running at least `floor`."""
+    from llmopt.poly.costmodel.data import load_rows
+    from llmopt.poly.costmodel.train import TrainConfig, at_least, featurize_rows
+
+    split = TrainConfig(fractions=tuple(meta["fractions"]), seed=meta.get("seed", 0))
+    rows = [r for folder in data for r in load_rows(folder)]
+    sets = featurize_rows(rows, split, progress=False, cache=cache)
+
+    def part(name: str, keep: set[str]) -> Part:
+        ds = sets[name]
+        idx = [k for k, h in enumerate(ds.programs) if h in keep and not (ds.head and ds.head[k])]
+        programs = len({ds.programs[k] for k in idx})
+        return [ds.trees[k] for k in idx], np.asarray(ds.speedups, dtype=np.float64)[idx], programs
+
+    scored = {r["hash"] for r in at_least(rows, floor)}
+    return (part("train", {r["hash"] for r in at_least(rows, min_baseline_ms)}),
+            {name: part(name, scored) for name in ("validation", "test")})
+
+
+def _scores(boosted: Boosted, network, held_out: dict[str, Part], weight: float | None) -> tuple[dict, float]:
+    """MAPE of the trees, the network and their blend on each held-out part, and the blend's weight (`weight`, or
+    fitted on the validation part when None)."""
+    from llmopt.poly.costmodel.model import predict_trees
+
+    answers, report = {}, {}
+    for name, (trees, y, programs) in held_out.items():
+        t, n = boosted.log_speedups(trees), np.log(predict_trees(network, trees)) if trees else np.zeros(0)
+        answers[name] = (y, t, n)
+        report[name] = {"rows": len(y), "programs": programs, "trees": _mape(y, t), "network": _mape(y, n)}
+    if weight is None:
+        weight = fit_weight(*answers["validation"])
+    for name, (y, t, n) in answers.items():
+        report[name]["blend"] = _mape(y, weight * t + (1 - weight) * n)
+    return report, weight
+
+
 def build(data: Sequence[str], network_path: str, out: str, config: BoostConfig = BoostConfig(),
           weight: float | None = None, min_baseline_ms: float = 0.0, log=print, trees_from: str | None = None,
           scored_min_baseline_ms: float | None = None) -> dict:
@@ -183,9 +223,7 @@ def build(data: Sequence[str], network_path: str, out: str, config: BoostConfig 
     programs running at least `scored_min_baseline_ms`, default the network's own `min_baseline_ms`).
     `trees_from`: take the trees of that blend file (trained on the same split) instead of training them, to blend
     them with another network."""
-    from llmopt.poly.costmodel.data import load_rows
-    from llmopt.poly.costmodel.model import Blend, Ensemble, load_model, predict_trees, save_model
-    from llmopt.poly.costmodel.train import TrainConfig, at_least, featurize_rows
+    from llmopt.poly.costmodel.model import Blend, Ensemble, load_model, save_model
 
     network, meta = load_model(network_path)
     if isinstance(network, Blend):
@@ -193,49 +231,25 @@ def build(data: Sequence[str], network_path: str, out: str, config: BoostConfig 
     if "fractions" not in meta:
         raise UsageError(f"--network {network_path} keeps no split in its metadata: train it with "
                          "`python -m llmopt.poly.costmodel.train`")
-    split = TrainConfig(fractions=tuple(meta["fractions"]), seed=meta.get("seed", 0))
-    rows = [r for folder in data for r in load_rows(folder)]
-    cache = Path(out).with_suffix(".features.pkl")
-    sets = featurize_rows(rows, split, progress=False, cache=cache)
     floor = float(meta.get("min_baseline_ms", 0.0) if scored_min_baseline_ms is None else scored_min_baseline_ms)
-    scored = {r["hash"] for r in at_least(rows, floor)}
-    trained = {r["hash"] for r in at_least(rows, min_baseline_ms)}
-
-    def part(name: str, keep: set[str]) -> tuple[list[Tree], np.ndarray, int]:
-        """The split's samples of programs in `keep`, their speedups and how many programs they are."""
-        ds = sets[name]
-        idx = [k for k, h in enumerate(ds.programs) if h in keep and not (ds.head and ds.head[k])]
-        programs = len({ds.programs[k] for k in idx})
-        return [ds.trees[k] for k in idx], np.asarray(ds.speedups, dtype=np.float64)[idx], programs
-
-    train_trees, train_y, programs = part("train", trained)
+    (train_trees, train_y, programs), held_out = _parts(data, meta, Path(out).with_suffix(".features.pkl"),
+                                                        min_baseline_ms, floor)
     if not train_trees:
         raise UsageError(f"{', '.join(data)}: no training rows for the trees (other data than the network's?)")
-    held_out = {name: part(name, scored) for name in ("validation", "test")}
     if weight is None and not held_out["validation"][0]:  # before the training, not after
         raise UsageError("--weight fit needs validation programs (none in the network's split): give a weight")
     if trees_from:
         boosted = _trees_of(trees_from, meta)
-        config, fork_cost = boosted.config, boosted.fork_cost
     else:
         log(f"{len(train_trees)} training rows of {programs} programs")
         fork_cost = float(network.log_fork_cost.detach().exp()) if network.cfg.fork_term else 0.0
         boosted = train_boosted(feature_matrix(train_trees), train_y, config, fork_cost, log)
-    report: dict = {"network": network_path, "data": list(map(str, data)), "min_baseline_ms": min_baseline_ms,
-                    "scored_min_baseline_ms": floor, "config": dataclasses.asdict(config), "fork_cost": fork_cost}
-    answers = {}
-    for name, (trees, y, programs) in held_out.items():
-        t, n = boosted.log_speedups(trees), np.log(predict_trees(network, trees)) if trees else np.zeros(0)
-        answers[name] = (y, t, n)
-        report[name] = {"rows": len(y), "programs": programs, "trees": _mape(y, t), "network": _mape(y, n)}
-    if weight is None:
-        weight = fit_weight(*answers["validation"])
-    for name, (y, t, n) in answers.items():
-        report[name]["blend"] = _mape(y, weight * t + (1 - weight) * n)
-    report["weight"] = weight
-    blend = Blend(network, boosted, weight)
+    scores, weight = _scores(boosted, network, held_out, weight)
+    report = {"network": network_path, "data": list(map(str, data)), "min_baseline_ms": min_baseline_ms,
+              "scored_min_baseline_ms": floor, "config": dataclasses.asdict(boosted.config),
+              "fork_cost": boosted.fork_cost, **scores, "weight": weight}
     members = len(network.members) if isinstance(network, Ensemble) else 1
-    save_model(blend, out, {**meta, "blend": {**report, "network_members": members}})
+    save_model(Blend(network, boosted, weight), out, {**meta, "blend": {**report, "network_members": members}})
     return report
 
 
