@@ -710,14 +710,21 @@ def test_training_on_several_folders_uses_every_row(data_dir, tmp_path):
 
 
 def test_the_features_option_picks_how_many_leading_features_a_model_reads():
-    from llmopt.poly.costmodel.features import PARALLEL_VIEW_FEATURES, PLAIN_FEATURES, VIEW_FEATURES
+    from llmopt.poly.costmodel.features import (
+        FILL_VIEW_FEATURES,
+        MEMORY_VIEW_FEATURES,
+        PARALLEL_VIEW_FEATURES,
+        PLAIN_FEATURES,
+        VIEW_FEATURES,
+    )
     from llmopt.poly.costmodel.train import _config, parser
 
     def read(*flags):
         return _config(parser().parse_args(["data/x", *flags]))[2].model.comp_features
 
-    assert read() == PARALLEL_VIEW_FEATURES and read("--features", "memory") == COMP_FEATURES
-    assert read("--features", "memory", "--anchored", "--fork-term") == COMP_FEATURES  # the fork term reads a prefix
+    assert read() == PARALLEL_VIEW_FEATURES and read("--features", "memory") == MEMORY_VIEW_FEATURES
+    assert read("--features", "fills") == FILL_VIEW_FEATURES and read("--features", "invariance") == COMP_FEATURES
+    assert read("--features", "memory", "--anchored", "--fork-term") == MEMORY_VIEW_FEATURES  # the fork term reads a prefix
     with pytest.raises(UsageError, match="--fork-term"):
         read("--features", "traffic", "--anchored", "--fork-term")
     assert read("--features", "compiler") == VIEW_FEATURES and read("--plain-features") == PLAIN_FEATURES
@@ -1410,6 +1417,48 @@ def test_the_memory_view_counts_what_each_cache_brings_in():
     assert state(prog, Schedule((*tiled, Skew("S0", 1))))["S0"].loops[2] == "(t) + 1 * (floor((i)/512))"
     forks = 2 ** (16 * float(skewed[0, TRAFFIC_VIEW_FEATURES + PARALLEL_NAMES.index("forks")])) - 1
     assert forks == pytest.approx(2 * 512 * 4, rel=1e-4)
+
+
+def test_the_fill_view_is_the_memory_view_at_other_capacities():
+    """`_redundant_time_loop` again (see the test above), at 256 KiB, 512 KiB, 2, 4, 8, 16 and 64 MiB: the i loop's
+    4 MiB run fits from 4 MiB up, so below that the 7 time steps bring it in 7 times; tiled (4, 512), the i-tile
+    loop's 4 MiB comes in once per t tile (2) below 4 MiB and the whole nest once from there; interchanged, t
+    innermost reuses its 2 lines at every capacity."""
+    from llmopt.poly.costmodel.features import FILL_BYTES, FILL_NAMES, MEMORY_VIEW_FEATURES
+    from llmopt.poly.schedule import Interchange
+
+    prog, mib = _redundant_time_loop(), float(1 << 20)
+
+    def fills(*steps):
+        comps = featurize(prog, Schedule(steps)).comps
+        return [(2 ** (16 * float(comps[0, MEMORY_VIEW_FEATURES + c])) - 1) / mib for c in range(len(FILL_NAMES))]
+
+    assert [b / mib for b in FILL_BYTES] == [0.25, 0.5, 2, 4, 8, 16, 64]
+    assert fills() == pytest.approx([28, 28, 28, 4, 4, 4, 4], rel=1e-4)
+    assert fills(Tile("S0", 0, (4, 512))) == pytest.approx([8, 8, 8, 4, 4, 4, 4], rel=1e-4)
+    assert fills(Interchange("S0", 0)) == pytest.approx([4] * 7, rel=1e-4)
+
+
+def test_the_invariance_view_counts_the_time_steps_llvm_deletes():
+    """`_redundant_time_loop` (`B[i] = 0.8 * A[i] + 0.1` over 7 trips of t, which no access reads): as written,
+    and tiled (4, 512), t is not innermost and its 7 trips are repeated work that stays; interchanged, t runs
+    innermost and LLVM deletes it (all 7 trips: random-7971 ran 44x faster so); tiled and then t's point loop
+    moved innermost, the 3.5 trips a tile runs on average go.  Reading what it writes (`B[i] = 0.8 * B[i] + 0.1`),
+    each t step depends on the last and nothing is removed."""
+    from llmopt.poly.costmodel.features import FILL_VIEW_FEATURES, INVARIANCE_NAMES
+    from llmopt.poly.schedule import Interchange
+
+    def view(prog, *steps):
+        v = featurize(prog, Schedule(steps)).comps[0, FILL_VIEW_FEATURES:FILL_VIEW_FEATURES + len(INVARIANCE_NAMES)]
+        return [float(v[0]), *((2 ** (16 * float(x)) - 1) for x in v[1:])]
+
+    prog, tiled = _redundant_time_loop(), Tile("S0", 0, (4, 512))
+    assert view(prog) == view(prog, tiled) == pytest.approx([0, 0, 7], abs=1e-4)
+    assert view(prog, Interchange("S0", 0)) == pytest.approx([1, 7, 7], abs=1e-4)
+    assert view(prog, tiled, Interchange("S0", 2)) == pytest.approx([1, 3.5, 7], abs=1e-4)
+    chained = dataclasses.replace(prog, statements=[dataclasses.replace(prog.statements[0],
+                                                                        body="B[i] = 0.8 * B[i] + 0.1")])
+    assert view(chained, Interchange("S0", 0)) == pytest.approx([1, 0, 7], abs=1e-4)
 
 
 def test_strides_follow_the_step_of_a_skewed_loop():

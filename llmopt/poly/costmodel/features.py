@@ -49,6 +49,15 @@ A computation vector (`COMP_FEATURES` floats) is, in order:
   that keep a stream in cache across an outer loop, 3-5x: the traffic view gives each level's working set but
   not how often it is brought in again): for each cache level (L1, L2, L3: `CACHE_BYTES`), the bytes one run
   of the nest brings into it by a reuse-distance estimate (`_memory_vector`, `MEMORY_NAMES`).
+- fill view (not in the paper; added because the memory view's capacities are one EPYC's while the labels come
+  from a 2-core VM's share of a shared L3: a time loop over two 16 MiB streams, 32 MiB that "fit" L3, ran 4x
+  faster tiled, where the trees answered 1.7x): the same estimate at the seven capacities of `FILL_BYTES`, from
+  256 KiB to 64 MiB (`FILL_NAMES`), so that a learner finds the thresholds the labels show.
+- invariance view (not in the paper; added because the largest speedups of our data, 14-47x, that every model
+  answered under 1x, put a time loop whose iterator no access reads innermost: LLVM hoists the loads, promotes the
+  store and deletes the loop, so its trips are gone): whether the innermost loop moves no access, the trips of the
+  innermost loops that move none when the statement does not read what it writes, and the trips of all loops
+  that move none (`_invariance_vector`, `INVARIANCE_NAMES`).
 
 Numbers with a large range (bounds, extents, factors, counts) are log-transformed the way the paper
 asks (`llmopt.poly.agent.state.squash`: sign * log2(1 + |x|) / 16); tags are 0/1.  The access
@@ -113,23 +122,35 @@ PARALLEL_NAMES = ("parallel", "forks", "parallel_trips", "fork_iterations")  # `
 PARALLEL_FEATURES = len(PARALLEL_NAMES)
 MEMORY_NAMES = ("l1_fill", "l2_fill", "l3_fill")  # `_memory_vector`
 MEMORY_FEATURES = len(MEMORY_NAMES)
+# `_memory_vector` again at the capacities of FILL_BYTES (the fill view)
+FILL_NAMES = ("fill_256k", "fill_512k", "fill_2m", "fill_4m", "fill_8m", "fill_16m", "fill_64m")
+FILL_FEATURES = len(FILL_NAMES)
+INVARIANCE_NAMES = ("inner_invariant", "removed_trips", "redundant_trips")  # `_invariance_vector`
+INVARIANCE_FEATURES = len(INVARIANCE_NAMES)
 # Models trained before the compiler view read this many leading features (`model.CostModel` slices), those
 # trained before the traffic view the first VIEW_FEATURES, those before the parallel view the first
-# TRAFFIC_VIEW_FEATURES, those before the memory view the first PARALLEL_VIEW_FEATURES: a model reads one of
-# FEATURE_SETS (by the name `train --features` gives it).
+# TRAFFIC_VIEW_FEATURES, those before the memory view the first PARALLEL_VIEW_FEATURES, those before the fill
+# view the first MEMORY_VIEW_FEATURES, those before the invariance view the first FILL_VIEW_FEATURES: a model reads
+# one of FEATURE_SETS (by the name `train --features` gives it).
 PLAIN_FEATURES = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES + OP_FEATURES + LOCALITY_FEATURES
 VIEW_FEATURES = PLAIN_FEATURES + COMPILER_FEATURES
 TRAFFIC_VIEW_FEATURES = VIEW_FEATURES + TRAFFIC_FEATURES
 PARALLEL_VIEW_FEATURES = TRAFFIC_VIEW_FEATURES + PARALLEL_FEATURES
-COMP_FEATURES = PARALLEL_VIEW_FEATURES + MEMORY_FEATURES
+MEMORY_VIEW_FEATURES = PARALLEL_VIEW_FEATURES + MEMORY_FEATURES
+FILL_VIEW_FEATURES = MEMORY_VIEW_FEATURES + FILL_FEATURES
+COMP_FEATURES = FILL_VIEW_FEATURES + INVARIANCE_FEATURES
 FEATURE_SETS = {"plain": PLAIN_FEATURES, "compiler": VIEW_FEATURES, "traffic": TRAFFIC_VIEW_FEATURES,
-                "parallel": PARALLEL_VIEW_FEATURES, "memory": COMP_FEATURES}
+                "parallel": PARALLEL_VIEW_FEATURES, "memory": MEMORY_VIEW_FEATURES, "fills": FILL_VIEW_FEATURES,
+                "invariance": COMP_FEATURES}
 FEATURE_COUNTS = tuple(FEATURE_SETS.values())
 LINE_BYTES = 64  # a cache line
 PAGE_BYTES = 4096  # a page: what a TLB entry maps
 # L1d, L2 (per core) and L3 capacities of the machines our data was measured on (AMD EPYC: `lscpu`); constants,
 # not read at run time, so that a program's features are the same on every machine.
 CACHE_BYTES = (32 << 10, 1 << 20, 32 << 20)
+# Other capacities for the same estimate (the fill view): a 2-core VM gets an unknown share of a shared L3, and
+# other EPYC and Xeon generations have other L2 and L3 sizes; the trees pick the thresholds that fit the labels.
+FILL_BYTES = (256 << 10, 512 << 10, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20)
 # LLVM's full-unroll size budget at -O3 (LoopUnrollPass's aggressive threshold): a loop with a constant trip
 # count whose unrolled size (trips x loop size) fits is unrolled away.  Our loop size is an estimate
 # (`_iteration_size`); scripts/costmodel_unroll_check.py measures how often it agrees with clang's remarks.
@@ -477,21 +498,36 @@ def _traffic_vector(levels: list[dict], trips: list[float], accesses: list[tuple
     return [lines, squash(pages)] + [squash(spans[max(depth - k, 0)]) for k in (1, 2, 3, depth)]
 
 
-def _memory_vector(trips: list[float], spans: list[float]) -> list[float]:
+def _memory_vector(trips: list[float], spans: list[float], caches: tuple[int, ...] = CACHE_BYTES) -> list[float]:
     """The memory view of one computation (`MEMORY_NAMES`; module docstring), from its loops' trips and spans
-    (`_level_trips`, `_spans`): for each cache of CACHE_BYTES, the bytes one run of the whole nest brings into it, by reuse distance (LRU,
-    no conflict misses).  When the run of the loop at level f touches no more lines than the cache holds, one
+    (`_level_trips`, `_spans`): for each cache of `caches` (CACHE_BYTES; FILL_BYTES: the fill view), the bytes one
+    run of the whole nest brings into it, by reuse distance (LRU, no conflict misses).  When the run of the loop at level f touches no more lines than the cache holds, one
     iteration of the loop around it finds the lines of the iteration before still there, so that loop's run
     brings each of its lines in once, and again on every iteration of the loops around it; take the outermost
     such f.  When not even the innermost loop's run fits, its lines are brought in on every run."""
     if not spans:
-        return [0.0] * MEMORY_FEATURES
+        return [0.0] * len(caches)
     depth, out = len(spans), []
-    for cap in CACHE_BYTES:
+    for cap in caches:
         fits = next((f for f in range(depth) if spans[f] <= cap), None)
         first = depth - 1 if fits is None else max(fits - 1, 0)
         out.append(squash(spans[first] * math.prod(trips[:first])))
     return out
+
+
+def _invariance_vector(trips: list[float], along: list[list[float]], rereads: bool) -> list[float]:
+    """The invariance view of one computation (`INVARIANCE_NAMES`; module docstring), from its loops' trips and
+    steps (`_level_trips`, `_steps`): whether the innermost loop moves none of its accesses; the iterations LLVM
+    removes, the trips of the innermost loops that move no access (0 when the statement reads the tensor it
+    writes: then each iteration depends on the one before); and the trips of every loop that moves no access (the
+    work repeated in vain, wherever the schedule puts it)."""
+    still = [not any(steps) for steps in along]
+    inner = 0
+    while inner < len(still) and still[len(still) - 1 - inner]:
+        inner += 1
+    removed = math.prod(trips[len(trips) - inner:]) if inner and not rereads else 0.0
+    redundant = math.prod(t for t, s in zip(trips, still, strict=True) if s)
+    return [float(bool(still) and still[-1]), squash(removed), squash(redundant)]
 
 
 def _parallel_level(st: State, name: str, levels: list[dict]) -> int | None:
@@ -544,6 +580,14 @@ def fork_load(tree: Tree) -> float:
     return float(sum(entered) / max(_iterations(tree.anchor.comps).sum(), 1.0))
 
 
+def removal_left(tree: Tree) -> float:
+    """The share of the untransformed program's iterations `tree` still runs once LLVM deletes the innermost loops
+    that move no access (the invariance view's removed trips): the sum over computations of their work share
+    (`work_shares`) over their removed trips (1 where none are).  Iterations stand for time, as in `changed_share`."""
+    removed = np.maximum(_unsquash(tree.comps[:, FILL_VIEW_FEATURES + INVARIANCE_NAMES.index("removed_trips")]), 1.0)
+    return float(np.sum(work_shares(tree.anchor.comps) / removed))
+
+
 def changed_share(tree: Tree) -> float:
     """The share of the untransformed program's iterations that run in computations whose vectors `tree`'s schedule
     changed (0 for the untransformed tree itself).  A computation's vector reads its own schedule and that of every
@@ -589,6 +633,8 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
     index = {s.name: k for k, s in enumerate(prog.statements)}
     single = {s.name: prog.tensors[s.write(set(prog.tensors)).tensor].dtype == "float" for s in prog.statements}
     streams = [_streams(prog, s, m) for s, m in zip(prog.statements, maps, strict=True)]
+    rereads = [s.write(set(prog.tensors)).tensor in {a.tensor for a in s.reads(set(prog.tensors))}
+               for s in prog.statements]
     made: dict[tuple, list[float]] = {}
     deps: list = []  # the program's dependences, computed on the first question
     carried: dict[tuple, bool] = {}
@@ -610,7 +656,8 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
         return (_compiler_vector(prog, st, name, levels, maps[k], lambda n: _size(st, n),
                                  lambda names, level: _carries(st, sched, names, level))
                 + _traffic_vector(levels, trips, streams[k], along, spans)
-                + _parallel_vector(_parallel_level(st, name, levels), trips) + _memory_vector(trips, spans))
+                + _parallel_vector(_parallel_level(st, name, levels), trips) + _memory_vector(trips, spans)
+                + _memory_vector(trips, spans, FILL_BYTES) + _invariance_vector(trips, along, rereads[k]))
 
     def _size(st: State, n: str) -> float:
         step = _flags(prog, n, st[n])[-1]["step"]
