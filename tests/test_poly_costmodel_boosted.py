@@ -18,11 +18,13 @@ from llmopt.poly.costmodel import boosted
 from llmopt.poly.costmodel.boosted import (
     FORK_COLUMN,
     FORK_FLOOR,
+    LEFT_COLUMN,
     TREE_FEATURES,
     BoostConfig,
     build,
     feature_matrix,
     fork_free,
+    taught,
     train_boosted,
     tree_features,
 )
@@ -43,7 +45,8 @@ from llmopt.poly.costmodel.search import beam_model
 from llmopt.poly.costmodel.train import TrainConfig, featurize_rows, fine_tune_start, split_of
 from llmopt.poly.legality import check
 from llmopt.poly.measure import Measurer
-from llmopt.poly.schedule import Schedule, Tile, state
+from llmopt.poly.program import program_from_dict
+from llmopt.poly.schedule import Interchange, Schedule, Tile, state
 
 SMALL = BoostConfig(leaves=4, rounds=60, min_leaf=2, feature_fraction=1.0, bagging_fraction=1.0, seeds=1,
                     learning_rate=0.2)
@@ -72,15 +75,17 @@ def test_tree_features_pool_the_computations_and_vanish_for_what_a_schedule_left
     plain = featurize(state(prog, Schedule()))
     tiled = featurize(state(prog, Schedule((Tile("S1", 0, (8, 8)),))))
     a, b = tree_features(plain), tree_features(tiled)
-    assert a.shape == b.shape == (TREE_FEATURES,) == (15 * C + 5,) and a.dtype == np.float32
+    assert a.shape == b.shape == (TREE_FEATURES,) == (15 * C + 6,) and a.dtype == np.float32
     # the untransformed tree: its differences from itself are zero, nothing changed; the tiled one changed
     diffs = [slice(6 * C, 9 * C), slice(11 * C, 12 * C), slice(14 * C, 15 * C)]
-    assert not any(a[d].any() for d in diffs) and a[-3] == 0.0
-    assert b[6 * C: 9 * C].any() and 0.0 < b[-3] <= 1.0
-    assert a[-5] == b[-5] == len(prog.statements)
+    assert not any(a[d].any() for d in diffs) and a[-4] == 0.0
+    assert b[6 * C: 9 * C].any() and 0.0 < b[-4] <= 1.0
+    assert a[-6] == b[-6] == len(prog.statements)
     # both read the same untransformed program; gemm's S1 (NI x NJ x NK) does most of the work
     assert np.array_equal(a[3 * C: 6 * C], b[3 * C: 6 * C]) and np.array_equal(a[13 * C: 14 * C], b[13 * C: 14 * C])
-    assert a[-2] > 0.9 and a[-2] + a[-1] == pytest.approx(1.0)
+    assert a[-3] > 0.9 and a[-3] + a[-2] == pytest.approx(1.0)
+    # every loop of gemm moves an access: no loop is removed, all the work is left
+    assert a[LEFT_COLUMN] == b[LEFT_COLUMN] == 1.0
     assert feature_matrix([plain, tiled]).shape == (2, TREE_FEATURES) and feature_matrix([]).shape == (0, TREE_FEATURES)
 
 
@@ -113,6 +118,27 @@ def test_the_fork_term_is_added_to_what_the_trees_learn_and_taken_from_what_they
     learned = plain.answer(x)
     assert forked.answer(x) == pytest.approx(-np.log(np.exp(-learned) + 1000.0 * x[:, FORK_COLUMN]))
     assert forked.answer(x)[0] == pytest.approx(learned[0]) and forked.answer(x)[-1] < learned[-1]
+
+
+def test_the_work_removed_loops_leave_scales_what_the_trees_learn_and_what_they_are_taught(data_dir):
+    """A time loop no access reads, moved innermost, is deleted by LLVM (`features.removal_left`: 1/7 of the work
+    is left); the trees are taught the time ratio over what is left and answer their ratio times it."""
+    prog = program_from_dict({
+        "name": "time-loop", "params": {"N0": 4096, "T": 7},
+        "tensors": {"A": {"type": "double", "shape": ["N0"]}, "B": {"type": "double", "shape": ["N0"]}},
+        "statements": [{"name": "S0", "iterators": ["t", "i"], "domain": "0 <= t < T and 1 <= i < N0 - 1",
+                        "body": "B[i] = 0.8 * A[i] + 0.1", "shares": 0}]})
+    featurize = featurizer(prog)
+    rows = feature_matrix([featurize(state(prog, Schedule(steps))) for steps in ((), (Interchange("S0", 0),))])
+    assert rows[:, LEFT_COLUMN] == pytest.approx([1.0, 1 / 7])
+    y = np.array([1.0, 6.0])
+    speedups, weight = taught(rows, y, 1000.0)  # no fork: the fork-free speedups are the measured ones
+    assert speedups == pytest.approx([1.0, 6.0 / 7]) and weight == pytest.approx(1 / y)
+    x = feature_matrix(featurize_rows(load_rows(data_dir), TrainConfig(fractions=(1.0, 0.0)), progress=False)["train"].trees)
+    model = train_boosted(x, np.array([r["speedup"] for r in load_rows(data_dir)]), SMALL, log=lambda *_: None)
+    learned = model.answer(x)
+    x[:, LEFT_COLUMN] = 0.25
+    assert model.answer(x) == pytest.approx(learned + np.log(4.0))
 
 
 def test_a_blend_answers_the_weighted_mean_of_its_learners_and_searches(data_dir, tmp_path):

@@ -10,7 +10,8 @@ The trees read each (program, schedule)'s computation vectors (`features.featuri
 (computation by computation); the same three averaged with each computation weighted by its share of the
 untransformed iterations (Amdahl: a computation's change matters by its share of the work); the vectors
 (transformed, untransformed, difference) of the computation doing most of the work, with its share and the next
-one's; and the count of computations, `features.fork_load` and `features.changed_share` (`tree_features`).
+one's; and the count of computations, `features.fork_load`, `features.changed_share` and `features.removal_left`
+(`tree_features`).
 Target: log speedup, each row weighted by 1/speedup; objective L1 (whose optimum in a leaf is the answer that
 minimizes MAPE) and Huber (near L2 in log space: worse alone, 0.169 against 0.165 on the fcaa test programs, but
 it errs elsewhere and the two together beat either on the validation programs, sixty-first session).  Boosters
@@ -21,6 +22,12 @@ time ratio learned by the trees plus C x `features.fork_load`, and they are taug
 leaves (1/speedup - C x load, at least `FORK_FLOOR` of the measured one).  Why: trees cannot extrapolate, and the
 few rows that fork a parallel loop hundreds of thousands of times run 0.01x where trees taught the raw labels
 answered 0.1-0.2x, a 10-20x error each.
+
+Likewise the work LLVM deletes: the trees' time ratio is multiplied by `features.removal_left`, the share of the
+untransformed iterations left once the innermost loops that move no access are gone (a time loop interchanged
+innermost), and they are taught the ratio over it.  Why: those rows run 14-65x faster, where the trees, even with
+the invariance view among their inputs, answered 0.2-0.5x: the 70 training rows of the kind cannot fill leaves of
+their own (sixty-second session: 0.1626 -> 0.1605 on the fcaa test programs, three boosters).
 
 `Boosted` holds the boosters; `model.Blend` (a network or ensemble with them, answering
 w log p_trees + (1 - w) log p_network) is saved and loaded like any cost model (`model.load_model`), so
@@ -44,11 +51,13 @@ from pathlib import Path
 import numpy as np
 
 from llmopt.errors import UsageError, run_main
-from llmopt.poly.costmodel.features import COMP_FEATURES, Tree, changed_share, fork_load, work_shares
+from llmopt.poly.costmodel.features import COMP_FEATURES, Tree, changed_share, fork_load, removal_left, work_shares
 
-TREE_FEATURES_VERSION = 1  # bump when `tree_features` changes: a file's boosters read the layout they trained on
-TREE_FEATURES = 15 * COMP_FEATURES + 5
-FORK_COLUMN = TREE_FEATURES - 4  # where `tree_features` keeps `features.fork_load`
+TREE_FEATURES_VERSION = 2  # bump when `tree_features` changes: a file's boosters read the layout they trained on
+# (2: the computation vectors carry the fill and invariance views; `features.removal_left` is the last column)
+TREE_FEATURES = 15 * COMP_FEATURES + 6
+FORK_COLUMN = TREE_FEATURES - 5  # where `tree_features` keeps `features.fork_load`
+LEFT_COLUMN = TREE_FEATURES - 1  # and `features.removal_left`
 FORK_FLOOR = 0.2  # the fork term takes at most 80% of a row's measured time (its load is an estimate; timings vary)
 
 
@@ -65,7 +74,8 @@ def tree_features(tree: Tree) -> np.ndarray:
     return np.concatenate([_pooled(comps), _pooled(anchor), _pooled(comps - anchor),
                            work @ comps, work @ anchor, work @ (comps - anchor),
                            comps[top], anchor[top], comps[top] - anchor[top],
-                           [len(comps), fork_load(tree), changed_share(tree), work[top], second]]).astype(np.float32)
+                           [len(comps), fork_load(tree), changed_share(tree), work[top], second,
+                            removal_left(tree)]]).astype(np.float32)
 
 
 def feature_matrix(trees: Sequence[Tree]) -> np.ndarray:
@@ -81,7 +91,7 @@ class BoostConfig:
     rounds: int = 400
     learning_rate: float = 0.03
     min_leaf: int = 40  # min_data_in_leaf
-    feature_fraction: float = 0.3  # of the features each tree may split on
+    feature_fraction: float = 0.5  # of the features each tree may split on (0.3 before the sixty-second session)
     bagging_fraction: float = 0.8
     seeds: int = 3  # boosters of other bagging seeds for each objective, all averaged in log space
     objectives: tuple[str, ...] = ("l1", "huber")  # LightGBM's names (module docstring)
@@ -114,9 +124,11 @@ class Boosted:
         return self.answer(feature_matrix(trees))
 
     def answer(self, x: np.ndarray) -> np.ndarray:
-        """Log speedups of feature rows (`feature_matrix`): the boosters' mean, then the fork term."""
+        """Log speedups of feature rows (`feature_matrix`): the boosters' mean time ratio, times the share of the
+        work the removed loops leave, plus the fork term (module docstring)."""
         learned = np.mean([b.predict(x, num_threads=1) for b in self.boosters], axis=0)
-        return -np.log(np.exp(-learned) + self.fork_cost * x[:, FORK_COLUMN].astype(np.float64))
+        return -np.log(x[:, LEFT_COLUMN].astype(np.float64) * np.exp(-learned)
+                       + self.fork_cost * x[:, FORK_COLUMN].astype(np.float64))
 
     def state(self) -> dict:
         """What a model file keeps: each booster's text, compressed (about a quarter of the size)."""
@@ -145,14 +157,22 @@ def fork_free(x: np.ndarray, speedups: np.ndarray, fork_cost: float) -> np.ndarr
     return 1.0 / np.maximum(ratio - fork_cost * x[:, FORK_COLUMN].astype(np.float64), FORK_FLOOR * ratio)
 
 
+def taught(x: np.ndarray, speedups: np.ndarray, fork_cost: float) -> tuple[np.ndarray, np.ndarray]:
+    """The speedups the trees are taught and each row's weight: the fork-free speedup (`fork_free`) times the share
+    of the work the removed loops leave (`features.removal_left`: the time ratio over it), weighted by the
+    fork-free time ratio (1 / speedup: the answer in a leaf is then the one that minimizes MAPE)."""
+    free = fork_free(x, speedups, fork_cost)
+    return free * x[:, LEFT_COLUMN].astype(np.float64), 1.0 / free
+
+
 def train_boosted(x: np.ndarray, speedups: np.ndarray, config: BoostConfig = BoostConfig(), fork_cost: float = 0.0,
                   log=print) -> Boosted:
     """`config.seeds` boosters on feature rows `x` (`feature_matrix`) and their measured speedups, answering with
     the fork term of `fork_cost` (module docstring)."""
     import lightgbm as lgb
 
-    taught = fork_free(x, speedups, fork_cost)
-    data = lgb.Dataset(x, np.log(taught), weight=1.0 / taught, free_raw_data=False)
+    speedups, weight = taught(x, speedups, fork_cost)
+    data = lgb.Dataset(x, np.log(speedups), weight=weight, free_raw_data=False)
     boosters = []
     for objective in config.objectives:
         for seed in range(config.seeds):
