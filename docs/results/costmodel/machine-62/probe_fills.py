@@ -16,7 +16,8 @@ import lightgbm as lgb
 import numpy as np
 
 sys.path[:0] = ["."]
-from llmopt.poly.costmodel.boosted import BoostConfig, Boosted, _mape, _parts, feature_matrix, fork_free  # noqa: E402
+from llmopt.poly.costmodel.boosted import FORK_FLOOR, BoostConfig, _mape, _parts, feature_matrix  # noqa: E402
+from llmopt.poly.costmodel.features import COMP_FEATURES, INVARIANCE_FEATURES  # noqa: E402
 from llmopt.poly.costmodel.model import load_model  # noqa: E402
 
 SPLITS = ("train", "validation", "test")
@@ -30,8 +31,6 @@ def matrices(data: str, tag: str) -> tuple[dict, dict]:
         # the fill view without the invariance view: the invariance matrices less each block's last columns (the
         # pooled features of a prefix of the vector are that prefix's own)
         full, y = matrices(data, "invariance")
-        from llmopt.poly.costmodel.features import COMP_FEATURES, INVARIANCE_FEATURES
-
         keep = [b * COMP_FEATURES + k for b in range(15) for k in range(COMP_FEATURES - INVARIANCE_FEATURES)]
         keep += list(range(15 * COMP_FEATURES, 15 * COMP_FEATURES + 5))
         for name in SPLITS:
@@ -41,7 +40,8 @@ def matrices(data: str, tag: str) -> tuple[dict, dict]:
         _, meta = load_model("runs/s59/base-ens4.pt")
         train, held = _parts([data], meta, Path(f"{prefix}.features.pkl"), 0.0, 5.0)
         for name, (trees, y, _) in {"train": train, **held}.items():
-            np.save(f"{prefix}.{name}.npy", feature_matrix(trees))
+            # the columns of then: the pooled vectors and 5 more (no `features.removal_left`, added after)
+            np.save(f"{prefix}.{name}.npy", feature_matrix(trees)[:, : 15 * COMP_FEATURES + 5])
             np.save(f"{prefix}.{name}.y.npy", y)
     return ({s: np.load(f"{prefix}.{s}.npy") for s in SPLITS}, {s: np.load(f"{prefix}.{s}.y.npy") for s in SPLITS})
 
@@ -65,10 +65,13 @@ def main() -> None:
     config = BoostConfig(leaves=a.leaves, rounds=a.rounds, learning_rate=a.lr, min_leaf=a.min_leaf,
                          feature_fraction=a.ff, seeds=1, objectives=(a.objective,))
     # as `boosted.train_boosted` teaches one booster, with this probe's seed
-    taught = fork_free(x["train"], y["train"], fork_cost)
+    fork = x["train"].shape[1] - 4
+    ratio = 1.0 / y["train"]
+    taught = 1.0 / np.maximum(ratio - fork_cost * x["train"][:, fork], FORK_FLOOR * ratio)  # as boosted.fork_free
     data = lgb.Dataset(x["train"], np.log(taught), weight=1.0 / taught)
-    one = Boosted([lgb.train(config.params(a.objective, a.seed), data, a.rounds)], config, fork_cost)
-    ans = {s: one.answer(x[s]) for s in ("validation", "test")}
+    booster = lgb.train(config.params(a.objective, a.seed), data, a.rounds)
+    fork = x["test"].shape[1] - 4  # `features.fork_load`, second of the 5 columns after the pooled vectors
+    ans = {s: -np.log(np.exp(-booster.predict(x[s])) + fork_cost * x[s][:, fork]) for s in ("validation", "test")}
     print(json.dumps({"variant": vars(a), **{s: _mape(y[s], ans[s]) for s in ans}}))
     np.savez(f"runs/s62/probe/{a.name}.npz", v=ans["validation"], t=ans["test"])
 
