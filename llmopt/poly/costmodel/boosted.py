@@ -26,8 +26,9 @@ answered 0.1-0.2x, a 10-20x error each.
 Likewise the work LLVM deletes: the trees' time ratio is multiplied by `features.removal_left`, the share of the
 untransformed iterations left once the innermost loops that move no access are gone (a time loop interchanged
 innermost), and they are taught the ratio over it.  Why: those rows run 14-65x faster, where the trees, even with
-the invariance view among their inputs, answered 0.2-0.5x: the 70 training rows of the kind cannot fill leaves of
-their own (sixty-second session: 0.1626 -> 0.1605 on the fcaa test programs, three boosters).
+the invariance view among their inputs, answered 0.2-0.5x: the 70 training rows where the deletions leave under
+half the work are too few, and weighted by 1/speedup too light, to fill leaves of their own (sixty-second session:
+0.1626 -> 0.1605 on the fcaa test programs, three boosters).
 
 `Boosted` holds the boosters; `model.Blend` (a network or ensemble with them, answering
 w log p_trees + (1 - w) log p_network) is saved and loaded like any cost model (`model.load_model`), so
@@ -51,7 +52,14 @@ from pathlib import Path
 import numpy as np
 
 from llmopt.errors import UsageError, run_main
-from llmopt.poly.costmodel.features import COMP_FEATURES, Tree, changed_share, fork_load, removal_left, work_shares
+from llmopt.poly.costmodel.features import (
+    COMP_FEATURES,
+    Tree,
+    changed_share,
+    fork_load,
+    removal_left,
+    work_shares,
+)
 
 TREE_FEATURES_VERSION = 2  # bump when `tree_features` changes: a file's boosters read the layout they trained on
 # (2: the computation vectors carry the fill and invariance views; `features.removal_left` is the last column)
