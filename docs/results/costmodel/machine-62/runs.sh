@@ -36,3 +36,7 @@ for group in fills-ff05 inv-ff05 rm; do python $H/combine.py $group > $H/combine
 cp runs/s62/invariance.features.pkl runs/s62/blend-final.features.pkl
 python -m llmopt.poly.costmodel.boosted $D --network runs/s59/base-ens4.pt --out runs/s62/blend-final.pt --threads 2 \
   > $H/blend-final.json
+# 5. The same with 800 rounds.
+cp runs/s62/invariance.features.pkl runs/s62/blend-r800.features.pkl
+python -m llmopt.poly.costmodel.boosted $D --network runs/s59/base-ens4.pt --out runs/s62/blend-r800.pt --threads 2 \
+  --rounds 800 > $H/blend-r800.json
