@@ -134,8 +134,9 @@ def test_the_work_removed_loops_leave_scales_what_the_trees_learn_and_what_they_
     y = np.array([1.0, 6.0])
     speedups, weight = taught(rows, y, 1000.0)  # no fork: the fork-free speedups are the measured ones
     assert speedups == pytest.approx([1.0, 6.0 / 7]) and weight == pytest.approx(1 / y)
-    x = feature_matrix(featurize_rows(load_rows(data_dir), TrainConfig(fractions=(1.0, 0.0)), progress=False)["train"].trees)
-    model = train_boosted(x, np.array([r["speedup"] for r in load_rows(data_dir)]), SMALL, log=lambda *_: None)
+    collected = load_rows(data_dir)
+    x = feature_matrix(featurize_rows(collected, TrainConfig(fractions=(1.0, 0.0)), progress=False)["train"].trees)
+    model = train_boosted(x, np.array([r["speedup"] for r in collected]), SMALL, log=lambda *_: None)
     learned = model.answer(x)
     x[:, LEFT_COLUMN] = 0.25
     assert model.answer(x) == pytest.approx(learned + np.log(4.0))

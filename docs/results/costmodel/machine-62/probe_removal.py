@@ -1,9 +1,9 @@
 """Teach the trees what the removal of invariant innermost loops leaves (`features.removal_left`, L), as they are
 taught what the fork term leaves: the time ratio r = L x q + C x load, q taught (each row weighted by its fork-free
-ratio, as `boosted.train_boosted` weighs it), answered back through the same formula.  --column only appends L as
-a feature (target unchanged).  One booster on runs/s62/invariance.*.npy (probe_fills.py --tag invariance made
-them); L of each row is made once from the features cached there (runs/s62/left.*.npy).  Prints validation and test
-MAPE; answers in runs/s62/probe/NAME.npz."""
+ratio), answered back through the same formula (`boosted.taught` and `Boosted.answer`, which took it over).  One
+booster on runs/s62/invariance.*.npy (probe_fills.py --tag invariance made them); L of each row is made once from
+the features cached there (runs/s62/left.*.npy).  Prints validation and test MAPE; answers in
+runs/s62/probe/NAME.npz."""
 
 import argparse
 import json
@@ -14,7 +14,7 @@ import lightgbm as lgb
 import numpy as np
 
 sys.path[:0] = ["."]
-from llmopt.poly.costmodel.boosted import FORK_COLUMN, BoostConfig, _mape, _parts  # noqa: E402
+from llmopt.poly.costmodel.boosted import BoostConfig, Boosted, _mape, _parts, taught  # noqa: E402
 from llmopt.poly.costmodel.features import removal_left  # noqa: E402
 from llmopt.poly.costmodel.model import load_model  # noqa: E402
 
@@ -36,22 +36,20 @@ def main() -> None:
     p.add_argument("--objective", default="l1")
     p.add_argument("--ff", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--column", action="store_true")
     p.add_argument("--name", required=True)
     a = p.parse_args()
     left = lefts(a.data)
+    # the matrices of then (the pooled vectors and 5 columns) with L last: `boosted.tree_features`' layout now
     x = {s: np.hstack([np.load(f"runs/s62/invariance.{s}.npy"), left[s][:, None].astype(np.float32)]) for s in SPLITS}
     y = {s: np.load(f"runs/s62/invariance.{s}.y.npy") for s in SPLITS}
     network, _ = load_model("runs/s59/base-ens4.pt")
-    c = float(network.log_fork_cost.detach().exp())
-    load = {s: x[s][:, FORK_COLUMN].astype(np.float64) for s in SPLITS}
-    shape = {s: (np.ones_like(left[s]) if a.column else left[s]) for s in SPLITS}
-    r = 1 / y["train"]
-    free = np.maximum(r - c * load["train"], 0.2 * r)  # as boosted.fork_free
-    q = free / shape["train"]
+    fork_cost = float(network.log_fork_cost.detach().exp())
+    speedups, weight = taught(x["train"], y["train"], fork_cost)
     config = BoostConfig(feature_fraction=a.ff, seeds=1, objectives=(a.objective,))
-    booster = lgb.train(config.params(a.objective, a.seed), lgb.Dataset(x["train"], -np.log(q), weight=free), 400)
-    ans = {s: -np.log(shape[s] * np.exp(-booster.predict(x[s])) + c * load[s]) for s in ("validation", "test")}
+    booster = lgb.train(config.params(a.objective, a.seed), lgb.Dataset(x["train"], np.log(speedups), weight=weight),
+                        config.rounds)
+    one = Boosted([booster], config, fork_cost)
+    ans = {s: one.answer(x[s]) for s in ("validation", "test")}
     print(json.dumps({"variant": vars(a), **{s: _mape(y[s], ans[s]) for s in ans}}))
     np.savez(f"runs/s62/probe/{a.name}.npz", v=ans["validation"], t=ans["test"])
 

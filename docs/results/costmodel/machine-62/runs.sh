@@ -28,7 +28,7 @@ done
 for v in "--name fills-ff05" "--seed 1 --name fills-ff05-s1" "--objective huber --name fills-ff05-huber"; do
   python $H/probe_fills.py $D --ff 0.5 $v > $H/probe_$(echo $v | awk '{print $NF}').out
 done
-for v in "--name rm-l1" "--seed 1 --name rm-l1-s1" "--objective huber --name rm-huber"; do
+for v in "--name rm-l1" "--seed 1 --name rm-l1-s1" "--objective huber --name rm-huber"; do  # (--ff 0.5 by default)
   python $H/probe_removal.py $D $v > $H/probe_$(echo $v | awk '{print $NF}').out
 done
 for group in fills-ff05 inv-ff05 rm; do python $H/combine.py $group > $H/combine_$group.out; done
