@@ -18,3 +18,7 @@ for s in ("validation", "test"):
     y = np.load(f"runs/s62/invariance.{s}.y.npy")
     for name, model in (("staged L1 + plain Huber", mixed), ("all staged", staged), ("none staged", plain)):
         print(s, name, round(float(np.mean(np.abs(np.exp(model.answer(x)) - y) / y)), 4))
+    l1 = Boosted(staged.boosters[:3], staged.config, staged.fork_cost)
+    print(s, "staged L1 alone (three seeds)", round(float(np.mean(np.abs(np.exp(l1.answer(x)) - y) / y)), 4))
+    l1 = Boosted(plain.boosters[:3], plain.config, plain.fork_cost)
+    print(s, "unstaged L1 alone (three seeds)", round(float(np.mean(np.abs(np.exp(l1.answer(x)) - y) / y)), 4))
