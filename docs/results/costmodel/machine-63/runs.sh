@@ -31,3 +31,8 @@ python -m llmopt.poly.costmodel.boosted $D --network runs/s59/base-ens4.pt --out
 #    session's unstaged Huber half (mix_halves.py; needs runs/s62/blend-final.pt, machine-62/runs.sh step 4).
 python $H/final_mix.py > $H/final_mix.out
 python $H/mix_halves.py > $H/mix_halves.out
+# 4. The Huber half out of fold, alone and staged (then oof_mix.py on the pairs; the default became L1 alone).
+python $H/cv_oof.py $D --name huber-s0 --objective huber > $H/cv-huber-s0.out
+python $H/cv_oof.py $D --name huber-stages4-clip3 --objective huber --stages 4 --clip 3 > $H/cv-huber-stages4-clip3.out
+for pair in "stages4-clip3 huber-s0" "stages4-clip3 huber-stages4-clip3" "l1-s0 huber-s0"; do python $H/oof_mix.py $pair; done \
+  > $H/oof_mix-huber.out
