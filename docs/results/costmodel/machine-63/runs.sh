@@ -36,3 +36,5 @@ python $H/cv_oof.py $D --name huber-s0 --objective huber > $H/cv-huber-s0.out
 python $H/cv_oof.py $D --name huber-stages4-clip3 --objective huber --stages 4 --clip 3 > $H/cv-huber-stages4-clip3.out
 for pair in "stages4-clip3 huber-s0" "stages4-clip3 huber-stages4-clip3" "l1-s0 huber-s0"; do python $H/oof_mix.py $pair; done \
   > $H/oof_mix-huber.out
+# 5. Three more staged L1 seeds (3-5) with the run's seeds 0-2: six seeds against three.
+python $H/more_seeds.py > $H/more_seeds.out
