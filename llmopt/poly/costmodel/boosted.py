@@ -195,10 +195,10 @@ def train_boosted(x: np.ndarray, speedups: np.ndarray, config: BoostConfig = Boo
     return Boosted(boosters, config, fork_cost)
 
 
-def _boost(params: dict, x: np.ndarray, target: np.ndarray, weight: np.ndarray, config: BoostConfig):
+def _boost(params: dict, x: np.ndarray, target: np.ndarray, weight: np.ndarray, config: BoostConfig,
+           clip: float = STAGE_WEIGHT_CLIP):
     """One booster answering `target` (log speedups) in `config.stages` runs of its rounds, each run after the first
-    continuing the booster with every row weighted by its answer so far over its target, within
-    1/STAGE_WEIGHT_CLIP..STAGE_WEIGHT_CLIP.  Why: a row's MAPE is |answer / measured - 1|, so near an answer a its
+    continuing the booster with every row weighted by its answer so far over its target, within 1/clip..clip.  Why: a row's MAPE is |answer / measured - 1|, so near an answer a its
     error in log space weighs a / measured; `weight` (1 / speedup) is that weight for an answer of 1 only, and
     leaves the rows that run several times faster too light to be answered more than about 2x."""
     import lightgbm as lgb
@@ -208,7 +208,7 @@ def _boost(params: dict, x: np.ndarray, target: np.ndarray, weight: np.ndarray, 
         rounds = config.rounds * (stage + 1) // stages - done
         if booster is not None:
             answered = booster.predict(x, raw_score=True, num_threads=config.threads)
-            weight = np.clip(np.exp(answered - target), 1 / STAGE_WEIGHT_CLIP, STAGE_WEIGHT_CLIP)
+            weight = np.clip(np.exp(answered - target), 1 / clip, clip)
         # a new Dataset each run: LightGBM takes the answers so far as the next run's starting scores
         booster = lgb.train(params, lgb.Dataset(x, target, weight=weight, free_raw_data=False), rounds,
                             init_model=booster)

@@ -1,4 +1,5 @@
-"""The package's final trees (runs/s62/blend-final.pt, six boosters) answer by answer: MAPE of all six (the
+"""The package's final trees (runs/s62/blend-final.pt, six boosters, or the blend file given: the sixty-third
+session's runs/s63/blend-stages.pt) answer by answer: MAPE of all six (the
 package's answer), of the L1 and Huber halves mixed at other weights, of each booster alone, and of the answer
 raised to a power (a calibration against the shrinkage toward 1.0x; weights and powers are to be chosen on the
 validation rows).  Reads the invariance matrices of probe_fills.py and removal_left of probe_removal.py."""
@@ -12,7 +13,7 @@ from llmopt.poly.costmodel.boosted import FORK_COLUMN, LEFT_COLUMN  # noqa: E402
 from llmopt.poly.costmodel.model import load_model  # noqa: E402
 
 HELD_OUT = ("validation", "test")
-trees = load_model("runs/s62/blend-final.pt")[0].trees
+trees = load_model(sys.argv[1] if len(sys.argv) > 1 else "runs/s62/blend-final.pt")[0].trees
 x = {s: np.hstack([np.load(f"runs/s62/invariance.{s}.npy"), np.load(f"runs/s62/left.{s}.npy")[:, None].astype(np.float32)])
      for s in HELD_OUT}
 y = {s: np.load(f"runs/s62/invariance.{s}.y.npy") for s in HELD_OUT}

@@ -8,16 +8,17 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, ".")
+sys.path[:0] = [".", "docs/results/costmodel/machine-63"]
+from cv_oof import matrix  # noqa: E402
+
 from llmopt.poly.costmodel.boosted import Boosted, _boost, taught  # noqa: E402
 from llmopt.poly.costmodel.model import Blend, load_model, save_model  # noqa: E402
 
 blend, meta = load_model("runs/s63/blend-stages.pt")
 staged = blend.trees
 config = dataclasses.replace(staged.config, objectives=("l1",), seeds=6, threads=2)
-x = {s: np.hstack([np.load(f"runs/s62/invariance.{s}.npy"), np.load(f"runs/s62/left.{s}.npy")[:, None].astype(np.float32)])
-     for s in ("train", "validation", "test")}
-y = {s: np.load(f"runs/s62/invariance.{s}.y.npy") for s in x}
+x, y = (dict(zip(("train", "validation", "test"), parts, strict=True))
+        for parts in zip(*(matrix(s) for s in ("train", "validation", "test")), strict=True))
 speedups, weight = taught(x["train"], y["train"], staged.fork_cost)
 more = [_boost(config.params("l1", seed), x["train"], np.log(speedups), weight, config) for seed in (3, 4, 5)]
 for name, boosters in (("three seeds", staged.boosters[:3]), ("six seeds", staged.boosters[:3] + more)):

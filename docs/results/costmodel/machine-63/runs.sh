@@ -27,9 +27,9 @@ python $H/oof_mix.py stages4-clip3 stages4-clip3-s1 > $H/oof_mix-stages.out
 cp runs/s62/invariance.features.pkl runs/s63/blend-stages.features.pkl
 python -m llmopt.poly.costmodel.boosted $D --network runs/s59/base-ens4.pt --out runs/s63/blend-stages.pt --threads 2 \
   --stages 4 > $H/blend-stages.json
-# 3. Each booster of that run alone, the halves mixed, powers (final_mix.py); the staged L1 half with the sixty-second
+# 3. Each booster of that run alone, the halves mixed, powers (machine-62/final_mix.py); the staged L1 half with the sixty-second
 #    session's unstaged Huber half (mix_halves.py; needs runs/s62/blend-final.pt, machine-62/runs.sh step 4).
-python $H/final_mix.py > $H/final_mix.out
+python docs/results/costmodel/machine-62/final_mix.py runs/s63/blend-stages.pt > $H/final_mix.out
 python $H/mix_halves.py > $H/mix_halves.out
 # 4. The Huber half out of fold, alone and staged (then oof_mix.py on the pairs; the default became L1 alone).
 python $H/cv_oof.py $D --name huber-s0 --objective huber > $H/cv-huber-s0.out
