@@ -76,21 +76,40 @@ def main() -> None:
     p.add_argument("--train-min-ms", type=float, default=0.0, help="teach only rows of programs this long")
     p.add_argument("--chain-inputs", type=int, nargs="*", default=[],
                    help="give the trees these trips' chain shares (t, a, t - a) as inputs instead")
+    p.add_argument("--extra", nargs="*", default=[],
+                   help="more input columns: runs/s64/NAME.train.npy for each NAME (the sixty-fourth session's)")
+    p.add_argument("--fork-cost", type=float,
+                   help="the fork cost C (default: runs/s59/base-ens4.pt's, 815.24; give it before that is rebuilt)")
+    p.add_argument("--pick", type=int, nargs="*", help="of the --extra columns, only these")
+    d = BoostConfig()  # the package's settings unless given (the sixty-fourth session's sweep)
+    for flag, key in (("--leaves", "leaves"), ("--rounds", "rounds"), ("--lr", "learning_rate"),
+                      ("--min-leaf", "min_leaf"), ("--ff", "feature_fraction"), ("--bagging", "bagging_fraction")):
+        p.add_argument(flag, type=type(getattr(d, key)), dest=key)
     a = p.parse_args()
+    settings = {k: getattr(a, k) for k in ("leaves", "rounds", "learning_rate", "min_leaf", "feature_fraction",
+                                           "bagging_fraction")}
     prog, base = programs(a.data)
     x, y = matrix("train")
     assert len(prog) == len(x) == len(y), (len(prog), len(x), len(y))
-    network, _ = load_model("runs/s59/base-ens4.pt")
-    fork_cost = float(network.log_fork_cost.detach().exp())
+    if a.fork_cost is None:
+        network, _ = load_model("runs/s59/base-ens4.pt")
+        a.fork_cost = float(network.log_fork_cost.detach().exp())
+    fork_cost = a.fork_cost
     names = np.unique(prog)
     fold_of = dict(zip(names, np.random.default_rng(1234).permutation(len(names)) % a.folds, strict=True))
     fold = np.array([fold_of[h] for h in prog])
-    config = BoostConfig(seeds=1, objectives=(a.objective,), threads=a.threads, stages=a.stages)
-    z = np.load(RUNS / "chain.train.npz")
+    config = BoostConfig(seeds=1, objectives=(a.objective,), threads=a.threads, stages=a.stages,
+                         **{k: v for k, v in settings.items() if v is not None})
+    chained = a.chain_inputs or a.chain_k != 1.0  # chain_columns.py's columns, only when read
+    z = np.load(RUNS / "chain.train.npz") if chained else None
     if a.chain_inputs:
         extra = [c for t in a.chain_inputs for c in (z[f"t{t}"], z[f"a{t}"], z[f"t{t}"] - z[f"a{t}"])]
         x = np.hstack([x, np.stack(extra, 1).astype(np.float32)])  # after removal_left: its column stays
-    chain = (1 + (a.chain_k - 1) * z[f"t{a.chain_trips}"]) / (1 + (a.chain_k - 1) * z[f"a{a.chain_trips}"])
+    if a.extra:
+        more = np.hstack([np.load(f"runs/s64/{n}.train.npy") for n in a.extra])
+        x = np.hstack([x, (more if a.pick is None else more[:, a.pick]).astype(np.float32)])
+    chain = ((1 + (a.chain_k - 1) * z[f"t{a.chain_trips}"]) / (1 + (a.chain_k - 1) * z[f"a{a.chain_trips}"])
+             if chained else np.ones(len(y)))
     oof = np.zeros(len(y))
     for k in range(a.folds):
         t0, tr, te = time.time(), (fold != k) & (base >= a.train_min_ms), fold == k
