@@ -49,7 +49,7 @@ from llmopt.poly.program import program_from_dict
 from llmopt.poly.schedule import Interchange, Schedule, Tile, state
 
 SMALL = BoostConfig(leaves=4, rounds=60, min_leaf=2, feature_fraction=1.0, bagging_fraction=1.0, seeds=1,
-                    learning_rate=0.2)
+                    learning_rate=0.2, power=1.0)  # unscaled, so that the formulas below read plainly
 C = COMP_FEATURES
 
 
@@ -101,6 +101,24 @@ def test_trees_learn_labels_their_inputs_decide(data_dir):
     assert len(model.boosters) == SMALL.seeds and SMALL.objectives == ("l1",)
     again = boosted.Boosted.from_state(model.state())
     assert np.allclose(again.log_speedups(trees), model.log_speedups(trees))
+
+
+def test_the_power_scales_the_log_answer_and_files_from_before_it_answer_unscaled(data_dir, tmp_path):
+    rows = load_rows(data_dir)
+    x = feature_matrix(featurize_rows(rows, TrainConfig(fractions=(1.0, 0.0)), progress=False)["train"].trees)
+    model = train_boosted(x, np.array([r["speedup"] for r in rows]), SMALL, log=lambda *_: None)
+    scaled = boosted.Boosted(model.boosters, dataclasses.replace(SMALL, power=1.08), fork_cost=1000.0)
+    unscaled = boosted.Boosted(model.boosters, SMALL, fork_cost=1000.0)
+    assert np.abs(unscaled.answer(x)).max() > 0.01  # something to scale
+    assert scaled.answer(x) == pytest.approx(1.08 * unscaled.answer(x))
+    blob = scaled.state()
+    assert boosted.Boosted.from_state(blob).answer(x) == pytest.approx(scaled.answer(x))
+    del blob["config"]["power"]  # as files written before the power was kept
+    assert boosted.Boosted.from_state(blob).answer(x) == pytest.approx(unscaled.answer(x))
+    assert BoostConfig().power > 1.0  # the default stretches the answers away from 1x
+    with pytest.raises(UsageError, match="--power"):
+        boosted.main([str(data_dir), "--network", str(tmp_path / "none.pt"), "--out", str(tmp_path / "x.pt"),
+                      "--power", "0"])
 
 
 def test_the_fork_term_is_added_to_what_the_trees_learn_and_taken_from_what_they_are_taught(data_dir):

@@ -45,7 +45,7 @@ def main() -> None:
     network, _ = load_model("runs/s59/base-ens4.pt")
     fork_cost = float(network.log_fork_cost.detach().exp())
     speedups, weight = taught(x["train"], y["train"], fork_cost)
-    config = BoostConfig(feature_fraction=a.ff, seeds=1, objectives=(a.objective,))
+    config = BoostConfig(feature_fraction=a.ff, seeds=1, objectives=(a.objective,), power=1.0)  # as then: unscaled
     booster = lgb.train(config.params(a.objective, a.seed), lgb.Dataset(x["train"], np.log(speedups), weight=weight),
                         config.rounds)
     one = Boosted([booster], config, fork_cost)

@@ -98,7 +98,8 @@ def main() -> None:
     names = np.unique(prog)
     fold_of = dict(zip(names, np.random.default_rng(1234).permutation(len(names)) % a.folds, strict=True))
     fold = np.array([fold_of[h] for h in prog])
-    config = BoostConfig(seeds=1, objectives=(a.objective,), threads=a.threads, stages=a.stages,
+    # the raw answers (power 1): the power is chosen from them afterwards (oof_mix.py)
+    config = BoostConfig(seeds=1, objectives=(a.objective,), threads=a.threads, stages=a.stages, power=1.0,
                          **{k: v for k, v in settings.items() if v is not None})
     chained = a.chain_inputs or a.chain_k != 1.0  # chain_columns.py's columns, only when read
     z = np.load(RUNS / "chain.train.npz") if chained else None
