@@ -37,4 +37,4 @@ for n in base chainest; do python docs/results/costmodel/machine-63/oof_errors.p
 python docs/results/costmodel/machine-63/oof_mix.py base > $H/oof_mix-base.out
 python $H/power.py > $H/power.out
 python $H/final.py default-power > $H/final-default-power.json
-python /more_seeds.py > /more_seeds.json   # 6. seeds 3-5 of the default now (run last)
+python $H/more_seeds.py > $H/more_seeds.json   # 6. seeds 3-5 of the default now (run last)
