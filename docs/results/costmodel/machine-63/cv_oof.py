@@ -38,14 +38,15 @@ def matrix(split: str) -> tuple[np.ndarray, np.ndarray]:
     return x, np.load(f"runs/s62/invariance.{split}.y.npy")
 
 
-def programs(data: str) -> tuple[np.ndarray, np.ndarray]:
-    """Each training row's program hash and its program's baseline (ms), in the order of `boosted._parts`."""
+def programs(data: str, meta: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each training row's program hash and its program's baseline (ms), in the order of `boosted._parts`, on the
+    split `meta` (default: runs/s59/base-ens4.pt's metadata)."""
     out = RUNS / "train.programs.npz"
     if not out.is_file():
         from llmopt.poly.costmodel.data import load_rows
         from llmopt.poly.costmodel.train import TrainConfig, at_least, featurize_rows
 
-        _, meta = load_model("runs/s59/base-ens4.pt")
+        meta = meta or load_model("runs/s59/base-ens4.pt")[1]
         split = TrainConfig(fractions=tuple(meta["fractions"]), seed=meta.get("seed", 0))
         rows = load_rows(data)
         sets = featurize_rows(rows, split, progress=False, cache=Path("runs/s62/invariance.features.pkl"))
@@ -59,7 +60,11 @@ def programs(data: str) -> tuple[np.ndarray, np.ndarray]:
     return z["programs"], z["baseline"]
 
 
-def main() -> None:
+SETTINGS = (("--leaves", "leaves"), ("--rounds", "rounds"), ("--lr", "learning_rate"), ("--min-leaf", "min_leaf"),
+            ("--ff", "feature_fraction"), ("--bagging", "bagging_fraction"))  # BoostConfig's, for the sweep
+
+
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser()
     p.add_argument("data")
     p.add_argument("--name", required=True)
@@ -82,12 +87,14 @@ def main() -> None:
                    help="the fork cost C (default: runs/s59/base-ens4.pt's, 815.24; give it before that is rebuilt)")
     p.add_argument("--pick", type=int, nargs="*", help="of the --extra columns, only these")
     d = BoostConfig()  # the package's settings unless given (the sixty-fourth session's sweep)
-    for flag, key in (("--leaves", "leaves"), ("--rounds", "rounds"), ("--lr", "learning_rate"),
-                      ("--min-leaf", "min_leaf"), ("--ff", "feature_fraction"), ("--bagging", "bagging_fraction")):
+    for flag, key in SETTINGS:
         p.add_argument(flag, type=type(getattr(d, key)), dest=key)
-    a = p.parse_args()
-    settings = {k: getattr(a, k) for k in ("leaves", "rounds", "learning_rate", "min_leaf", "feature_fraction",
-                                           "bagging_fraction")}
+    return p
+
+
+def main() -> None:
+    a = parser().parse_args()
+    settings = {key: getattr(a, key) for _, key in SETTINGS}
     prog, base = programs(a.data)
     x, y = matrix("train")
     assert len(prog) == len(x) == len(y), (len(prog), len(x), len(y))

@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path[:0] = ["."]
+from matrices import META  # noqa: E402  (this folder: on the path as the script's own)
+
 from llmopt.poly.costmodel.boosted import _parts  # noqa: E402
 from llmopt.poly.costmodel.features import (  # noqa: E402
     ACCESS_FEATURES,
@@ -43,8 +45,6 @@ LATENCY = 4.0  # cycles of a floating-point add or multiply-add, the chain's ste
 ROB = 200.0  # micro-ops the core keeps in flight (Skylake 224, Zen 2 224, Zen 3 256)
 WIDTH = 4.0  # instructions issued a cycle
 OPS = MAX_LOOPS * LOOP_FEATURES + MAX_ACCESSES * ACCESS_FEATURES  # the operation counts' first column
-sys.path[:0] = [str(Path(__file__).parent)]
-from matrices import META  # noqa: E402
 
 
 def cycles(comps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

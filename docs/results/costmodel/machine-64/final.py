@@ -17,14 +17,11 @@ import numpy as np
 sys.path[:0] = ["."]
 from llmopt.poly.costmodel.boosted import BoostConfig, Boosted, _mape, train_boosted  # noqa: E402
 
+sys.path[:0] = [str(Path(__file__).parents[1] / "machine-63")]
+from cv_oof import matrix  # noqa: E402, F401  (more_seeds.py takes it from here too)
+
 FORK_COST = 815.2423706054688
 OUT = Path("runs/s64/final")
-
-
-def matrix(split: str) -> tuple[np.ndarray, np.ndarray]:
-    x = np.hstack([np.load(f"runs/s62/invariance.{split}.npy"),
-                   np.load(f"runs/s62/left.{split}.npy")[:, None].astype(np.float32)])
-    return x, np.load(f"runs/s62/invariance.{split}.y.npy")
 
 
 def main() -> None:

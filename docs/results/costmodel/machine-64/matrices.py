@@ -18,6 +18,9 @@ import numpy as np
 sys.path[:0] = ["."]
 from llmopt.poly.costmodel.boosted import _parts, feature_matrix  # noqa: E402
 
+sys.path[:0] = [str(Path(__file__).parents[1] / "machine-63")]
+from cv_oof import programs  # noqa: E402
+
 META = {"fractions": [0.75, 0.05], "seed": 0}
 
 
@@ -32,23 +35,16 @@ def main() -> None:
     if a.cache and not cache.is_file():
         shutil.copy(a.cache, cache)
     train, held = _parts([a.data], META, cache, 0.0, 5.0)
-    for name, (trees, y, programs) in {"train": train, **held}.items():
+    for name, (trees, y, count) in {"train": train, **held}.items():
         x = feature_matrix(trees)
         np.save(f"runs/s62/invariance.{name}.npy", x[:, :-1])
         np.save(f"runs/s62/left.{name}.npy", x[:, -1])
         np.save(f"runs/s62/invariance.{name}.y.npy", y)
-        print(name, x.shape, programs, flush=True)
-    from llmopt.poly.costmodel.data import load_rows
-    from llmopt.poly.costmodel.train import TrainConfig, featurize_rows
-
-    # each training row's program, in `_parts`' order (every training row: its floor is 0 ms)
-    ds = featurize_rows(load_rows(a.data), TrainConfig(fractions=tuple(META["fractions"]), seed=META["seed"]),
-                        progress=False, cache=cache)["train"]
-    idx = [k for k in range(len(ds.trees)) if not (ds.head and ds.head[k])]
-    base = {r["hash"]: 1e3 * r["baseline_seconds"] for r in load_rows(a.data)}
-    np.savez("runs/s63/train.programs.npz", programs=np.array([ds.programs[k] for k in idx]),
-             baseline=np.array([float(base.get(ds.programs[k], np.nan)) for k in idx]))
-    assert len(idx) == len(train[0]), (len(idx), len(train[0]))
+        print(name, x.shape, count, flush=True)
+    stale = Path("runs/s63/train.programs.npz")  # `programs` keeps the file it finds: these matrices' rows are new
+    stale.unlink(missing_ok=True)
+    prog, _ = programs(a.data, META)  # each training row's program and baseline, written there
+    assert len(prog) == len(train[0]), (len(prog), len(train[0]))
 
 
 if __name__ == "__main__":
