@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -263,3 +265,50 @@ def test_blends_are_refused_where_only_a_network_fits(data_dir, tmp_path):
     save_model(CostModel(ModelConfig.tiny()), no_split)
     with pytest.raises(UsageError, match="no split"):
         build([str(data_dir)], str(no_split), str(tmp_path / "y.pt"), SMALL, log=lambda *_: None)
+
+
+def test_trees_alone_are_a_cost_model_file_the_searches_and_blends_read(data_dir, tmp_path):
+    hashes = sorted({r["hash"] for r in load_rows(data_dir)})
+    seed = next(s for s in range(200) if {split_of(h, (0.5, 0.5), s) for h in hashes} == {"train", "validation"})
+    out = tmp_path / "trees.pt"
+    # as a user runs it (`python -m`: the module is __main__ there, and the file must still hold the package's class)
+    done = subprocess.run([sys.executable, "-m", "llmopt.poly.costmodel.boosted", str(data_dir), "--fractions", "0.5",
+                           "0.5", "--split-seed", str(seed), "--fork-cost", "800", "--out", str(out), "--seeds", "1",
+                           "--leaves", "4", "--rounds", "20", "--min-leaf", "2"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["network"] is None and report["fork_cost"] == 800.0 and report["validation"]["rows"] > 0
+    alone, meta = load_model(out)
+    assert isinstance(alone, boosted.Boosted) and meta["fractions"] == [0.5, 0.5] and meta["seed"] == seed
+    assert alone.fork_cost == 800.0 and meta["trees"]["validation"] == report["validation"]
+    rows = load_rows(data_dir)
+    trees = featurize_rows(rows, TrainConfig(fractions=(1.0, 0.0)), progress=False)["train"].trees
+    answers = predict_trees(alone, trees)
+    assert np.allclose(answers, np.exp(alone.log_speedups(trees))) and np.all(answers > 0)
+    validation = [t for t, r in zip(trees, rows, strict=True) if split_of(r["hash"], (0.5, 0.5), seed) == "validation"]
+    y = np.array([r["speedup"] for r in rows if split_of(r["hash"], (0.5, 0.5), seed) == "validation"])
+    assert np.mean(np.abs(predict_trees(alone, validation) - y) / y) == pytest.approx(report["validation"]["trees"])
+    # the searches load it like any cost model; their answer is still verified by execution
+    measurer = Measurer(ResultCache(tmp_path / "cache.sqlite"), repeats=2, timeout=60)
+    prog = benchmark("gemm", small=True)
+    res = beam_model(prog, measurer, budget_seconds=30, width=2, depth=2, verify=1, model_path=out)
+    assert check(prog, res.schedule)[0] and res.seconds <= res.baseline_seconds
+    # blended later with a network of the same split: the same trees, not trained again
+    net = _network(tmp_path / "net.pt", (0.5, 0.5), seed)
+    blended = build([str(data_dir)], str(net), str(tmp_path / "blend.pt"), weight=1.0, trees_from=str(out),
+                    log=lambda *_: None)
+    assert blended["validation"]["trees"] == report["validation"]["trees"]
+    assert np.allclose(predict_trees(load_model(tmp_path / "blend.pt")[0], trees), answers)
+    # where only a network fits, and flags that mean nothing without one
+    with pytest.raises(UsageError, match="trees alone"):
+        build_ensemble([net, out])
+    with pytest.raises(UsageError, match="trees alone"):
+        fine_tune_start(TrainConfig(init_from=str(out)))
+    for flags in (["--weight", "0.5"], ["--trees", str(out)], []):
+        with pytest.raises(UsageError, match="--fractions"):
+            boosted.main([str(data_dir), "--out", str(tmp_path / "x.pt"), *flags,
+                          *(["--fractions", "0.5", "0.5"] if flags else [])])
+    with pytest.raises(UsageError, match="--fractions"):
+        boosted.main([str(data_dir), "--out", str(tmp_path / "x.pt"), "--fractions", "0.8", "0.5"])
+    with pytest.raises(UsageError, match="--fractions is for trees alone"):
+        boosted.main([str(data_dir), "--network", str(net), "--out", str(tmp_path / "x.pt"), "--fractions", "1", "0"])

@@ -1,6 +1,7 @@
 """Gradient-boosted trees on the cost model's own inputs, and their blend with the network (issue 16).
 
     python -m llmopt.poly.costmodel.boosted DATA --network MODEL.pt --out BLEND.pt [--weight fit|W] [--seeds 3]
+    python -m llmopt.poly.costmodel.boosted DATA --fractions 0.75 0.05 --fork-cost C --out TREES.pt
 
 Why: seeds of one network make correlated errors (an ensemble of four gains 0.009 over one), while trees read
 the same inputs and err elsewhere (docs/results/costmodel/, sixtieth and sixty-first sessions).
@@ -41,8 +42,12 @@ half the work are too few, and weighted by 1/speedup too light, to fill leaves o
 w log p_trees + (1 - w) log p_network) is saved and loaded like any cost model (`model.load_model`), so
 `llmopt loops schedule --search beam-model --cost-model BLEND.pt`, the agent's reward and `eval.costmodel_eval`
 use it.  The command trains the trees on the network's training programs (its split, from its metadata), reports
-the trees, the network and the blend on its validation and test programs, and writes the blend.  lightgbm is
-imported here only, when trees are trained or a blend is loaded.
+the trees, the network and the blend on its validation and test programs, and writes the blend.  Without
+`--network` it writes the trees alone (`build_alone`: a `Boosted` file, loaded and used like any cost model), on the
+split `--fractions` / `--split-seed` draws and with the fork cost `--fork-cost` (a network's C: the fcaa recipe's
+four learned 815): since the sixty-second session the blend's fitted weight has been 1.0, so the trees alone answer
+as it does without four networks to train (~100 minutes on 2 cores) and carry.  lightgbm is imported here only,
+when trees are trained or read.
 """
 
 from __future__ import annotations
@@ -258,6 +263,12 @@ def _parts(data: Sequence[str], meta: dict, cache: Path, min_baseline_ms: float,
             {name: part(name, scored) for name in ("validation", "test")})
 
 
+def _trees_scores(boosted: Boosted, held_out: dict[str, Part]) -> dict:
+    """MAPE of the trees alone on each held-out part."""
+    return {name: {"rows": len(y), "programs": programs, "trees": _mape(y, boosted.log_speedups(trees))}
+            for name, (trees, y, programs) in held_out.items()}
+
+
 def _scores(boosted: Boosted, network, held_out: dict[str, Part], weight: float | None) -> tuple[dict, float]:
     """MAPE of the trees, the network and their blend on each held-out part, and the blend's weight (`weight`, or
     fitted on the validation part when None)."""
@@ -314,33 +325,64 @@ def build(data: Sequence[str], network_path: str, out: str, config: BoostConfig 
     return report
 
 
+def build_alone(data: Sequence[str], out: str, fractions: Sequence[float], split_seed: int = 0,
+                fork_cost: float = 0.0, config: BoostConfig = BoostConfig(), min_baseline_ms: float = 0.0,
+                scored_min_baseline_ms: float = 0.0, log=print) -> dict:
+    """Train trees alone on the training programs of the folders `data` in the split `fractions` / `split_seed`
+    draws (`train.TrainConfig`'s, as a network trained with them has), with the fork term of `fork_cost`; save them
+    to `out` (a cost model file) and return the report (their MAPE on the validation and test programs running at
+    least `scored_min_baseline_ms`)."""
+    from llmopt.poly.costmodel.model import save_model
+
+    meta = {"fractions": [float(f) for f in fractions], "seed": split_seed}
+    (train_trees, train_y, programs), held_out = _parts(data, meta, Path(out).with_suffix(".features.pkl"),
+                                                        min_baseline_ms, scored_min_baseline_ms)
+    if not train_trees:
+        raise UsageError(f"{', '.join(data)}: no training rows for the trees in the split {list(fractions)}")
+    log(f"{len(train_trees)} training rows of {programs} programs")
+    boosted = train_boosted(feature_matrix(train_trees), train_y, config, fork_cost, log)
+    report = {"network": None, "data": list(map(str, data)), "min_baseline_ms": min_baseline_ms,
+              "scored_min_baseline_ms": scored_min_baseline_ms, "config": dataclasses.asdict(config),
+              "fork_cost": boosted.fork_cost, **_trees_scores(boosted, held_out)}
+    save_model(boosted, out, {**meta, "trees": report})
+    return report
+
+
 def _trees_of(path: str, meta: dict) -> Boosted:
-    """The trees of the blend file at `path`; UsageError unless it is one, split as `meta` says."""
+    """The trees of the blend or trees file at `path`; UsageError unless it is one, split as `meta` says."""
     from llmopt.poly.costmodel.model import Blend, load_model
 
-    blend, theirs = load_model(path)
-    if not isinstance(blend, Blend):
-        raise UsageError(f"--trees {path} is not a blend with trees")
-    if (theirs.get("seed", 0), theirs.get("fractions")) != (meta.get("seed", 0), meta.get("fractions")):
+    model, theirs = load_model(path)
+    if not isinstance(model, (Blend, Boosted)):
+        raise UsageError(f"--trees {path} is not a blend with trees nor trees alone")
+    if (theirs.get("seed", 0), list(theirs.get("fractions") or [])) != (meta.get("seed", 0),
+                                                                       list(meta.get("fractions"))):
         raise UsageError(f"--trees {path} was trained on another split than the network's: train new trees")
-    return blend.trees
+    return model.trees if isinstance(model, Blend) else model
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m llmopt.poly.costmodel.boosted", description=__doc__.split("\n")[0])
     p.add_argument("data", nargs="+", help="the collected folder(s) the network trained on")
-    p.add_argument("--network", required=True, help="a trained cost model or ensemble file: the split and the "
-                                                    "blend's other half")
-    p.add_argument("--out", required=True, help="the blend's file (loaded like any cost model)")
-    p.add_argument("--weight", default="fit",
+    p.add_argument("--network", help="a trained cost model or ensemble file: the split and the blend's other half "
+                                     "(without it: the trees alone, on the split of --fractions)")
+    p.add_argument("--out", required=True, help="the blend's (or the trees') file, loaded like any cost model")
+    p.add_argument("--weight",
                    help="the trees' share of the log answer in [0, 1], or 'fit': the best on the network's "
                         "validation programs (default)")
+    p.add_argument("--fractions", type=float, nargs=2, metavar=("TRAIN", "VALIDATION"),
+                   help="without --network: the programs' shares for training and validation, the rest test "
+                        "(`python -m llmopt.poly.costmodel.train`'s; --validation-share 0.05 makes 0.75 0.05)")
+    p.add_argument("--split-seed", type=int, default=0, help="without --network: the split's seed (default 0)")
+    p.add_argument("--fork-cost", type=float, default=0.0,
+                   help="without --network: the fork term's cost C (default 0: none; the fcaa recipe's networks "
+                        "learned 815.24)")
     p.add_argument("--min-baseline-ms", type=float, default=0.0,
                    help="train the trees on programs running at least this long (default every training row: "
                         "the sixtieth session's trees gained from the short ones)")
     p.add_argument("--scored-min-baseline-ms", type=float,
                    help="report (and fit the weight) on the programs running at least this long (default: as "
-                        "the network's own reports)")
+                        "the network's own reports; without --network 0)")
     p.add_argument("--trees", help="take the trees of this blend file (same split) instead of training new ones")
     d = BoostConfig()
     p.add_argument("--leaves", type=int, default=d.leaves)
@@ -363,7 +405,14 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
-    if a.weight == "fit":
+    if a.network is None and (a.weight is not None or a.trees or a.fractions is None):
+        raise UsageError("without --network the trees stand alone: give --fractions, and neither --weight nor "
+                         "--trees")
+    if a.network is not None and a.fractions is not None:
+        raise UsageError("--fractions is for trees alone: with --network the split is the network's")
+    if a.fork_cost < 0:
+        raise UsageError("--fork-cost must be at least 0")
+    if a.weight in (None, "fit"):
         weight = None
     else:
         try:
@@ -378,12 +427,22 @@ def main(argv: list[str] | None = None) -> int:
     config = BoostConfig(leaves=a.leaves, rounds=a.rounds, learning_rate=a.lr, min_leaf=a.min_leaf,
                          feature_fraction=a.feature_fraction, seeds=a.seeds, threads=a.threads,
                          objectives=tuple(a.objectives), stages=a.stages, power=a.power)
-    report = build(a.data, a.network, a.out, config, weight, a.min_baseline_ms,
-                   log=lambda message: print(message, file=sys.stderr, flush=True),  # stdout: the report alone
-                   trees_from=a.trees, scored_min_baseline_ms=a.scored_min_baseline_ms)
+    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731  (stdout: the report alone)
+    if a.network is None:
+        if not all(0 <= f <= 1 for f in a.fractions) or sum(a.fractions) > 1:
+            raise UsageError(f"--fractions {a.fractions[0]} {a.fractions[1]}: two shares in [0, 1] summing to at "
+                             "most 1")
+        report = build_alone(a.data, a.out, a.fractions, a.split_seed, a.fork_cost, config, a.min_baseline_ms,
+                             a.scored_min_baseline_ms or 0.0, log)
+    else:
+        report = build(a.data, a.network, a.out, config, weight, a.min_baseline_ms, log=log, trees_from=a.trees,
+                       scored_min_baseline_ms=a.scored_min_baseline_ms)
     print(json.dumps(report, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    run_main(main)
+    # the package's module, not this __main__ copy: its `Boosted` is the class `model.save_model` recognizes
+    from llmopt.poly.costmodel import boosted
+
+    run_main(boosted.main)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from llmopt.errors import UsageError, run_main
+from llmopt.poly.costmodel.boosted import Boosted
 from llmopt.poly.costmodel.model import Blend, CostModel, Ensemble, load_model, save_model
 
 
@@ -42,8 +43,9 @@ def build(paths: Sequence[str | Path]) -> tuple[Ensemble, dict]:
     metas = []
     for p in paths:
         model, meta = load_model(p)
-        if isinstance(model, Blend):
-            raise UsageError(f"{p} is a blend with trees: ensemble networks, then blend the ensemble "
+        if isinstance(model, (Blend, Boosted)):
+            kind = "a blend with trees" if isinstance(model, Blend) else "trees alone"
+            raise UsageError(f"{p} is {kind}: ensemble networks, then blend the ensemble "
                              "(`python -m llmopt.poly.costmodel.boosted`)")
         members += list(model.members) if isinstance(model, Ensemble) else [model]
         metas.append(meta)

@@ -36,9 +36,9 @@ program), C a learned scalar that starts at `FORK_COST`; a network that extrapol
 answers 0.7x where the measured speedup is 0.01x.
 
 `save_model` / `load_model` keep the weights with their config and metadata (an `Ensemble`, the mean
-of several trained models' log speedups, and a `Blend`, a network with gradient-boosted trees
-(`llmopt.poly.costmodel.boosted`), are saved and loaded the same way); `predict(model, program,
-schedule)` and `predict_many` answer the speedup over the untransformed program.
+of several trained models' log speedups, a `Blend`, a network with gradient-boosted trees
+(`llmopt.poly.costmodel.boosted`), and such trees alone (`boosted.Boosted`) are saved and loaded the same way);
+`predict(model, program, schedule)` and `predict_many` answer the speedup over the untransformed program.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from torch import nn
 
 from llmopt.errors import LlmoptError
 from llmopt.outputs import atomic_target
+from llmopt.poly.costmodel.boosted import Boosted  # lightgbm is imported only when trees are read or trained
 from llmopt.poly.costmodel.features import (
     COMP_FEATURES,
     FEATURE_COUNTS,
@@ -252,9 +253,11 @@ def _log_speedups(model: CostModel, trees: Sequence[Tree]) -> np.ndarray:
     return out
 
 
-def predict_trees(model: CostModel | Ensemble | Blend, trees: Sequence[Tree]) -> np.ndarray:
+def predict_trees(model: CostModel | Ensemble | Blend | Boosted, trees: Sequence[Tree]) -> np.ndarray:
     """Predicted speedups of featurized samples, in order; an anchored model's scores less their programs'
     untransformed trees' (each anchor scored once); a blend's weighted geometric mean of its two answers."""
+    if isinstance(model, Boosted):
+        return np.exp(model.log_speedups(trees))
     if isinstance(model, Blend):  # a learner of weight 0 is not asked (a blend fitted to the trees alone is faster)
         w = model.weight
         trees_part = w * model.trees.log_speedups(trees) if w > 0 else 0.0
@@ -270,9 +273,14 @@ def predict_trees(model: CostModel | Ensemble | Blend, trees: Sequence[Tree]) ->
     return np.exp(out)
 
 
-def model_featurizer(model: CostModel | Ensemble, prog: Program) -> Callable[[State], Tree]:
+def comp_features(model: CostModel | Ensemble | Blend | Boosted) -> int:
+    """How many features a computation's vector has for `model` (a blend's: its network's)."""
+    return model.comp_features if isinstance(model, Boosted) else model.cfg.comp_features
+
+
+def model_featurizer(model: CostModel | Ensemble | Blend | Boosted, prog: Program) -> Callable[[State], Tree]:
     """`features.featurizer` for what `model` reads: without the compiler view for a model trained before it."""
-    return featurizer(prog, compiler_view=model.cfg.comp_features > PLAIN_FEATURES)
+    return featurizer(prog, compiler_view=comp_features(model) > PLAIN_FEATURES)
 
 
 def predict_many(model: CostModel, prog: Program, schedules: Sequence[Schedule]) -> np.ndarray:
@@ -337,11 +345,14 @@ def _body(model: CostModel | Ensemble) -> dict:
     return {"members": [_weights(m) for m in model.members]} if isinstance(model, Ensemble) else _weights(model)
 
 
-def save_model(model: CostModel | Ensemble | Blend, path: str | os.PathLike, meta: dict | None = None) -> None:
+def save_model(model: CostModel | Ensemble | Blend | Boosted, path: str | os.PathLike, meta: dict | None = None
+               ) -> None:
     """Weights, config and metadata (split, metrics) in one file, written atomically; an ensemble keeps
-    each member's weights and config, a blend its network's, its trees and their weight."""
-    body = ({"blend": {"network": _body(model.network), "trees": model.trees.state(), "weight": model.weight}}
-            if isinstance(model, Blend) else _body(model))
+    each member's weights and config, a blend its network's, its trees and their weight, trees alone their own."""
+    if isinstance(model, Blend):
+        body = {"blend": {"network": _body(model.network), "trees": model.trees.state(), "weight": model.weight}}
+    else:
+        body = {"trees": model.state()} if isinstance(model, Boosted) else _body(model)
     with atomic_target(path) as tmp:
         torch.save({"version": MODEL_VERSION, **body, "meta": meta or {}}, tmp)
 
@@ -358,26 +369,31 @@ def _network(blob: dict, device: str) -> CostModel | Ensemble:
 
 
 def _blend(blob: dict, device: str) -> Blend:
-    from llmopt.poly.costmodel.boosted import Boosted  # lightgbm: only when a file holds trees
-
     return Blend(_network(blob["network"], device), Boosted.from_state(blob["trees"]), blob["weight"])
 
 
-def load_model(path: str | os.PathLike, device: str = "cpu") -> tuple[CostModel | Ensemble | Blend, dict]:
-    """(model, ensemble or blend in eval mode, its metadata); CostModelError with what to do when the file is not
-    there or cannot be read."""
+def _read(blob: dict, device: str) -> CostModel | Ensemble | Blend | Boosted:
+    if "blend" in blob:
+        return _blend(blob["blend"], device)
+    return Boosted.from_state(blob["trees"]) if "trees" in blob else _network(blob, device)
+
+
+def load_model(path: str | os.PathLike, device: str = "cpu") -> tuple[CostModel | Ensemble | Blend | Boosted, dict]:
+    """(model, ensemble, blend in eval mode or trees alone, its metadata); CostModelError with what to do when the
+    file is not there or cannot be read."""
     path = Path(path)
     if not path.is_file():
         raise CostModelError(f"no cost model at {path}: train one with `python -m llmopt.poly.costmodel.train "
                              f"DATA --out {path.parent}` or pass --cost-model PATH")
     try:
         blob = torch.load(path, map_location=device, weights_only=False)
-        model = _blend(blob["blend"], device) if "blend" in blob else _network(blob, device)
+        model = _read(blob, device)
     except (OSError, RuntimeError, KeyError, TypeError, EOFError, ValueError) as err:
         raise CostModelError(f"cannot read cost model {path}: {err}") from None
-    if model.cfg.comp_features not in FEATURE_COUNTS:
-        raise CostModelError(f"cost model {path} reads {model.cfg.comp_features} features, this llmopt makes "
+    if comp_features(model) not in FEATURE_COUNTS:
+        raise CostModelError(f"cost model {path} reads {comp_features(model)} features, this llmopt makes "
                              f"{COMP_FEATURES} (or the first {' or '.join(map(str, FEATURE_COUNTS[:-1]))}): "
                              "retrain it")
-    model.eval()
+    if not isinstance(model, Boosted):  # trees have no training mode
+        model.eval()
     return model, blob.get("meta", {})

@@ -115,6 +115,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from llmopt.errors import UsageError, run_main
 from llmopt.outputs import atomic_target
+from llmopt.poly.costmodel.boosted import Boosted
 from llmopt.poly.costmodel.data import load_rows
 from llmopt.poly.costmodel.features import (
     COMP_FEATURES,
@@ -583,6 +584,8 @@ def fine_tune_start(cfg: TrainConfig) -> tuple[dict | None, TrainConfig]:
     if not path.is_file():
         raise UsageError(f"--init-from {path}: no such cost model file")
     model, _ = load_model(path, cfg.device)  # its config, weights and feature-count check
+    if isinstance(model, Boosted):
+        raise UsageError(f"--init-from {path} is trees alone, no network: give a network's file")
     if isinstance(model, (Ensemble, Blend)):
         kind = "an ensemble" if isinstance(model, Ensemble) else "a blend with trees"
         raise UsageError(f"--init-from {path} is {kind}; fine-tune one of its networks")
