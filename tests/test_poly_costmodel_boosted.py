@@ -89,6 +89,8 @@ def test_tree_features_pool_the_computations_and_vanish_for_what_a_schedule_left
     # every loop of gemm moves an access: no loop is removed, all the work is left
     assert a[LEFT_COLUMN] == b[LEFT_COLUMN] == 1.0
     assert feature_matrix([plain, tiled]).shape == (2, TREE_FEATURES) and feature_matrix([]).shape == (0, TREE_FEATURES)
+    # the matrix computes the untransformed tree's part once for the program's rows: the same numbers
+    assert np.array_equal(feature_matrix([plain, tiled]), np.stack([a, b]))
 
 
 def test_trees_learn_labels_their_inputs_decide(data_dir):

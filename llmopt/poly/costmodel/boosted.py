@@ -87,14 +87,22 @@ def _pooled(comps: np.ndarray) -> np.ndarray:
     return np.concatenate([comps.mean(0), comps.max(0), comps.min(0)])
 
 
-def tree_features(tree: Tree) -> np.ndarray:
-    """The trees' inputs for one featurized (program, schedule) (module docstring): TREE_FEATURES floats."""
-    anchor, comps = tree.anchor.comps, tree.comps
-    work = work_shares(anchor)
+def _anchor_part(anchor: Tree) -> tuple:
+    """What `tree_features` reads of the untransformed tree alone: the same for every schedule of a program."""
+    comps = anchor.comps
+    work = work_shares(comps)
     order = np.argsort(-work, kind="stable")
     top, second = order[0], (work[order[1]] if len(order) > 1 else 0.0)
-    return np.concatenate([_pooled(comps), _pooled(anchor), _pooled(comps - anchor),
-                           work @ comps, work @ anchor, work @ (comps - anchor),
+    return work, top, second, _pooled(comps), work @ comps
+
+
+def tree_features(tree: Tree, anchor_part: tuple | None = None) -> np.ndarray:
+    """The trees' inputs for one featurized (program, schedule) (module docstring): TREE_FEATURES floats.
+    `anchor_part`: `_anchor_part(tree.anchor)`, when the caller keeps it for the program's other schedules."""
+    anchor, comps = tree.anchor.comps, tree.comps
+    work, top, second, pooled_anchor, work_anchor = anchor_part or _anchor_part(tree.anchor)
+    return np.concatenate([_pooled(comps), pooled_anchor, _pooled(comps - anchor),
+                           work @ comps, work_anchor, work @ (comps - anchor),
                            comps[top], anchor[top], comps[top] - anchor[top],
                            [len(comps), fork_load(tree), changed_share(tree), work[top], second,
                             removal_left(tree)]]).astype(np.float32)
@@ -102,7 +110,13 @@ def tree_features(tree: Tree) -> np.ndarray:
 
 def feature_matrix(trees: Sequence[Tree]) -> np.ndarray:
     """`tree_features` of each sample, one row each."""
-    return np.stack([tree_features(t) for t in trees]) if trees else np.zeros((0, TREE_FEATURES), np.float32)
+    if not trees:
+        return np.zeros((0, TREE_FEATURES), np.float32)
+    anchors: dict[int, tuple] = {}  # a search's candidates share their program's untransformed tree
+    for t in trees:
+        if id(t.anchor) not in anchors:
+            anchors[id(t.anchor)] = _anchor_part(t.anchor)
+    return np.stack([tree_features(t, anchors[id(t.anchor)]) for t in trees])
 
 
 @dataclass(frozen=True)

@@ -638,12 +638,21 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
     made: dict[tuple, list[float]] = {}
     deps: list = []  # the program's dependences, computed on the first question
     carried: dict[tuple, bool] = {}
+    flagged: dict[tuple, list[dict]] = {}
+
+    def flags(name: str, s) -> list[dict]:
+        # what `loop_flags` reads of a statement's schedule: a search's children share most of their parent's, and
+        # the compiler view asks again for every statement under the same loop (`_size`); nothing changes them
+        key = (name, tuple(s.loops), tuple(sorted(s.parallel)), s.unroll)
+        if key not in flagged:
+            flagged[key] = _flags(prog, name, s)
+        return flagged[key]
 
     def comp(k: int, st: State, sched: list) -> list[float]:
         name = prog.statements[k].name
         key = _comp_key(name, st)
         if key not in made:
-            levels = _flags(prog, name, st[name])
+            levels = flags(name, st[name])
             made[key] = (_loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
                          + (views(st, sched, name, levels, k) if compiler_view
                             else [0.0] * (COMP_FEATURES - PLAIN_FEATURES)))
@@ -660,7 +669,7 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
                 + _memory_vector(trips, spans, FILL_BYTES) + _invariance_vector(trips, along, rereads[k]))
 
     def _size(st: State, n: str) -> float:
-        step = _flags(prog, n, st[n])[-1]["step"]
+        step = flags(n, st[n])[-1]["step"]
         return _iteration_size(_strides_along(step, maps[index[n]]), ops[n], single[n])
 
     def _carries(st: State, sched: list, names: set[str], level: int) -> bool:
