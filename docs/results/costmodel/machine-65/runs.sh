@@ -23,3 +23,4 @@ $EVAL --model runs/s65/trees.pt --data $D --out $H/trees
 $EVAL --model llmopt/poly/data/costmodel.pt --data data/poly-costmodel --out $H/shipped
 # A second run of the trees, after the features memo (the same answers, a 4% cheaper model part), run last.
 $EVAL --model runs/s65/trees.pt --data $D --out $H/trees-r2
+python docs/results/costmodel/machine-65/view_gain.py runs/s65/trees.pt > docs/results/costmodel/machine-65/view_gain.json
