@@ -424,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
                          "--trees")
     if a.network is not None and a.fractions is not None:
         raise UsageError("--fractions is for trees alone: with --network the split is the network's")
+    if a.fractions is not None and (not all(0 <= f <= 1 for f in a.fractions) or sum(a.fractions) > 1):
+        raise UsageError(f"--fractions {a.fractions[0]} {a.fractions[1]}: two shares in [0, 1] summing to at most 1")
     if a.fork_cost < 0:
         raise UsageError("--fork-cost must be at least 0")
     if a.weight in (None, "fit"):
@@ -443,9 +445,6 @@ def main(argv: list[str] | None = None) -> int:
                          objectives=tuple(a.objectives), stages=a.stages, power=a.power)
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731  (stdout: the report alone)
     if a.network is None:
-        if not all(0 <= f <= 1 for f in a.fractions) or sum(a.fractions) > 1:
-            raise UsageError(f"--fractions {a.fractions[0]} {a.fractions[1]}: two shares in [0, 1] summing to at "
-                             "most 1")
         report = build_alone(a.data, a.out, a.fractions, a.split_seed, a.fork_cost, config, a.min_baseline_ms,
                              a.scored_min_baseline_ms or 0.0, log)
     else:

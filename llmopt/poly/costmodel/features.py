@@ -619,6 +619,21 @@ def _unsquash(x):
     return 2.0 ** (16.0 * np.asarray(x, dtype=np.float64)) - 1.0
 
 
+def _kept_flags(prog: Program) -> Callable[[str, object], list[dict]]:
+    """`_flags` of `prog`'s statements, each kept by what `loop_flags` reads of the statement's schedule: a search's
+    children share most of their parent's, and the compiler view asks again for every statement under the same
+    loop (`featurizer`'s `_size`).  The lists are shared: nothing changes them."""
+    kept: dict[tuple, list[dict]] = {}
+
+    def flags(name: str, s) -> list[dict]:
+        key = (name, tuple(s.loops), tuple(sorted(s.parallel)), s.unroll)
+        if key not in kept:
+            kept[key] = _flags(prog, name, s)
+        return kept[key]
+
+    return flags
+
+
 def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], Tree]:
     """The model's input for replayed schedules of `prog`: the assignment and operation vectors do
     not depend on the schedule, so they are computed once here (most of the time otherwise).  A
@@ -638,15 +653,7 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
     made: dict[tuple, list[float]] = {}
     deps: list = []  # the program's dependences, computed on the first question
     carried: dict[tuple, bool] = {}
-    flagged: dict[tuple, list[dict]] = {}
-
-    def flags(name: str, s) -> list[dict]:
-        # what `loop_flags` reads of a statement's schedule: a search's children share most of their parent's, and
-        # the compiler view asks again for every statement under the same loop (`_size`); nothing changes them
-        key = (name, tuple(s.loops), tuple(sorted(s.parallel)), s.unroll)
-        if key not in flagged:
-            flagged[key] = _flags(prog, name, s)
-        return flagged[key]
+    flags = _kept_flags(prog)
 
     def comp(k: int, st: State, sched: list) -> list[float]:
         name = prog.statements[k].name

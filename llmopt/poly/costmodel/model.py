@@ -351,8 +351,10 @@ def save_model(model: CostModel | Ensemble | Blend | Boosted, path: str | os.Pat
     each member's weights and config, a blend its network's, its trees and their weight, trees alone their own."""
     if isinstance(model, Blend):
         body = {"blend": {"network": _body(model.network), "trees": model.trees.state(), "weight": model.weight}}
+    elif isinstance(model, Boosted):
+        body = {"trees": model.state()}
     else:
-        body = {"trees": model.state()} if isinstance(model, Boosted) else _body(model)
+        body = _body(model)
     with atomic_target(path) as tmp:
         torch.save({"version": MODEL_VERSION, **body, "meta": meta or {}}, tmp)
 
