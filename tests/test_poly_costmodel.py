@@ -1318,6 +1318,33 @@ def test_trip_counts_are_constant_only_where_llvm_can_count_them():
     assert trip_count(prog, ["S0"], 1, skewed) == (4094, True)
 
 
+@pytest.mark.parametrize("name", ["heat2d", "gemm", "syrk", "seidel2d"])
+def test_loop_bounds_and_trips_without_isl_answer_as_isl_does(name):
+    """The shortcuts (a loop that runs an iterator of a box domain, maybe reversed) against isl's own count, on
+    every loop of the schedules one step from the original and one more from a few of those: tiles, skews,
+    reversals and interchanges, syrk's triangles; each shortcut must be taken somewhere and declined somewhere."""
+    from llmopt.poly.agent import state as agent_state
+    from llmopt.poly.search import extensions
+
+    prog = benchmark(name, small=True)
+    first = list(extensions(prog, Schedule()))
+    taken = {"bounds": set(), "trips": set()}
+    for sched in [Schedule()] + first + [c for p in first[::7] for c in extensions(prog, p)][::3]:
+        st = state(prog, sched)
+        for stmt in prog.statements:
+            for level in range(st[stmt.name].depth):
+                names = [n for n, o in st.items()
+                         if o.depth > level and o.betas[: level + 1] == st[stmt.name].betas[: level + 1]]
+                for kind, fast, exact in (("bounds", agent_state._iterator_bounds, agent_state._isl_bounds),
+                                          ("trips", agent_state._box_trips, agent_state._isl_trip_range)):
+                    for group in (names, [stmt.name]):
+                        got = fast(prog, group, level, st)
+                        taken[kind].add(got is not None)
+                        assert got is None or got == exact(prog, group, level, st), (kind, sched, group, level)
+    # syrk's domains are triangles (j <= i): no box, so the trips shortcut declines every loop there
+    assert taken == {"bounds": {True, False}, "trips": {False} if name == "syrk" else {True, False}}
+
+
 def test_the_compiler_view_sees_a_time_loop_unrolled_away_or_left_as_a_chain():
     """The mechanism behind the data's largest swings (docs/results/costmodel/): the time loop interchanged
     innermost is unrolled away with 7 steps (the stream around it vectorizes) and stays a dependent chain with

@@ -8,7 +8,8 @@ import pytest
 from llmopt.harness.cache import ResultCache
 from llmopt.poly.actions import ACTIONS, NEXT, action_mask
 from llmopt.poly.benchmarks import benchmark
-from llmopt.poly.legality import Legality, check
+from llmopt.poly.deps import dependences
+from llmopt.poly.legality import Legality, carries, check, loop_carries, restrict
 from llmopt.poly.schedule import (
     Fuse,
     Interchange,
@@ -20,8 +21,10 @@ from llmopt.poly.schedule import (
     Tile,
     Unroll,
     branches,
+    schedule_map,
     state,
 )
+from llmopt.poly.search import extensions
 
 SKEWED_SEIDEL = (Skew("S0", 1), Skew("S0", 0))  # (t, i + t, j + i): tileable
 
@@ -144,3 +147,24 @@ def test_action_mask_and_memoization(tmp_path):
     assert legality.computed > 0
     again = Legality(prog, cache)  # a new process would see the same: answers come from the cache
     assert action_mask(again, Schedule(), "S0") == mask and again.computed == 0 and again.hit_rate() == 1.0
+
+
+@pytest.mark.parametrize("name", ["seidel2d", "gemm", "heat2d", "mvt"])
+def test_loop_carries_answers_as_the_whole_schedule_map_does(name):
+    """The compiler view's cheap question (a truncated map of the loop's statements) against `carries` on the
+    full schedule map, for every loop of every statement, after each first transformation: carried and
+    uncarried loops both occur, so a wrong truncation shows."""
+    prog = benchmark(name, small=True)
+    every = dependences(prog).all
+    answers = set()
+    for sched in [Schedule()] + [c for c in extensions(prog, Schedule()) if check(prog, c)[0]][:12]:
+        st = state(prog, sched)
+        full = schedule_map(prog, st, bare=True)
+        for stmt in prog.statements:
+            for level in range(st[stmt.name].depth):
+                names = {n for n, o in st.items()
+                         if o.depth > level and o.betas[: level + 1] == st[stmt.name].betas[: level + 1]}
+                expected = carries(prog, st, every, full, names, level)
+                assert loop_carries(prog, st, restrict(every, names, prog), names, level) == expected
+                answers.add(expected)
+    assert answers == {True, False}

@@ -27,8 +27,9 @@ import islpy as isl
 
 from llmopt.harness.cache import ResultCache, make_key
 from llmopt.poly.deps import Dependences, dependences
+from llmopt.poly.polyhedral import tuple_of
 from llmopt.poly.program import Program
-from llmopt.poly.schedule import Schedule, ScheduleError, State, Transform, schedule_map, state
+from llmopt.poly.schedule import Schedule, ScheduleError, State, Transform, interleave, schedule_map, state
 
 LEGALITY_VERSION = 2  # 2: an interchange may distribute the outer loop (schedule.distribute)
 
@@ -63,7 +64,8 @@ def _time_dims(st: State) -> int:
     return 2 * max(s.depth for s in st.values()) + 1  # schedule_map pads every statement to 2d+1
 
 
-def _restrict(deps: isl.UnionMap, names: set[str], prog: Program) -> isl.UnionMap:
+def restrict(deps: isl.UnionMap, names: set[str], prog: Program) -> isl.UnionMap:
+    """The dependences among the statements `names` only (source and sink both in them)."""
     keep = isl.UnionSet("{ " + "; ".join(f"{s.name}[{', '.join(s.iterators)}]" for s in prog.statements
                                           if s.name in names) + " }")
     return deps.intersect_domain(keep).intersect_range(keep)
@@ -73,8 +75,21 @@ def carries(prog: Program, st: State, deps: isl.UnionMap, sched: isl.UnionMap, n
             level: int) -> bool:
     """Whether the loop at `level` around the statements `names` carries a dependence among them under
     `sched` (the bare `schedule_map` of `st`; `deps` without parameters, as `Dependences.all`)."""
-    deltas = time_deltas(_restrict(deps, names, prog), sched)
+    deltas = time_deltas(restrict(deps, names, prog), sched)
     return not deltas.intersect(carried_at(_time_dims(st), 2 * level + 1)).is_empty()
+
+
+def loop_carries(prog: Program, st: State, among: isl.UnionMap, names: set[str], level: int) -> bool:
+    """`carries` for a loop at `level` that every statement of `names` sits in, from `among` (the dependences
+    restricted to `names`, `restrict`) and a schedule map of those statements' first 2 * level + 2 time
+    dimensions only: the same answer, since a carried difference is zero before the loop's dimension and
+    nonzero at it, so neither the later dimensions nor the other statements decide it; a fraction of the isl
+    work, which the cost model's compiler view asks of every innermost loop a search meets."""
+    dims = 2 * level + 2
+    parts = [f"{tuple_of(s)} -> [{', '.join(str(x) for x in interleave(st[s.name], 0)[:dims])}]"
+             for s in prog.statements if s.name in names]
+    sched = isl.UnionMap("{ " + "; ".join(parts) + " }")
+    return not time_deltas(among, sched).intersect(carried_at(dims, dims - 1)).is_empty()
 
 
 def parallel_ok(prog: Program, st: State, deps: isl.UnionMap, sched: isl.UnionMap) -> bool:

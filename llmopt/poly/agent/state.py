@@ -35,6 +35,7 @@ of magnitude (bounds, extents, constants) enter as sign * log2(1 + |x|) / 16.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -132,13 +133,33 @@ def _loop_values(prog: Program, names: list[str], dims) -> isl.UnionSet:
 
 def loop_bounds(prog: Program, names: list[str], level: int, st: State) -> tuple[int, int]:
     """Exact (min, max) of the loop's value over the iteration domains of the statements in it."""
-    def compute():
-        box = _loop_values(prog, names, lambda n: f"({st[n].loops[level]})").as_set()
-        if box.is_empty():
-            return 0, 0
-        return box.dim_min_val(0).to_python(), box.dim_max_val(0).to_python()
     key = ("bounds", prog.hash(), level, tuple((n, st[n].loops[level]) for n in names))
-    return _memoized(key, compute)
+    return _memoized(key, lambda: _iterator_bounds(prog, names, level, st) or _isl_bounds(prog, names, level, st))
+
+
+def _isl_bounds(prog: Program, names: list[str], level: int, st: State) -> tuple[int, int]:
+    box = _loop_values(prog, names, lambda n: f"({st[n].loops[level]})").as_set()
+    if box.is_empty():
+        return 0, 0
+    return box.dim_min_val(0).to_python(), box.dim_max_val(0).to_python()
+
+
+def _iterator_bounds(prog: Program, names: list[str], level: int, st: State) -> tuple[int, int] | None:
+    """`loop_bounds` from the domains' own ranges where every statement's loop at `level` runs one of its iterators
+    (maybe reversed); None otherwise."""
+    lows, highs = [], []
+    for n in names:
+        stmt, expr = prog.statement(n), st[n].loops[level]
+        negated = _NEGATED.match(expr)
+        it = negated.group(1) if negated else expr
+        if it not in stmt.iterators:
+            return None
+        low, high = iterator_range(prog, stmt, stmt.iterators.index(it))
+        if low > high:  # an empty domain adds no values
+            continue
+        lows.append(-high if negated else low)
+        highs.append(-low if negated else high)
+    return (min(lows), max(highs)) if lows else (0, 0)
 
 
 def trip_count(prog: Program, names: list[str], level: int, st: State) -> tuple[int, bool]:
@@ -153,17 +174,76 @@ def trip_count(prog: Program, names: list[str], level: int, st: State) -> tuple[
 def trip_range(prog: Program, names: list[str], level: int, st: State) -> tuple[int, int]:
     """(the fewest, the most) iterations the loop at `level` around statements `names` makes per entry, over
     its entries (`trip_count`; a triangular loop `j <= i` runs 1 to N)."""
-    def compute():
-        points = _loop_values(prog, names, lambda n: ", ".join(st[n].loops[: level + 1])).as_set()
-        points = points.project_out_all_params()
-        if points.is_empty():
-            return 0, 0
-        fiber = isl.Map.from_range(points).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, level)
-        span = fiber.lexmax_pw_multi_aff().get_pw_aff(0).sub(fiber.lexmin_pw_multi_aff().get_pw_aff(0))
-        trips = isl.Map.from_pw_aff(span).range()
-        return trips.dim_min_val(0).to_python() + 1, trips.dim_max_val(0).to_python() + 1
     key = ("trip range", prog.hash(), level, tuple((n, tuple(st[n].loops[: level + 1])) for n in names))
-    return _memoized(key, compute)
+    return _memoized(key, lambda: _box_trips(prog, names, level, st) or _isl_trip_range(prog, names, level, st))
+
+
+def _isl_trip_range(prog: Program, names: list[str], level: int, st: State) -> tuple[int, int]:
+    points = _loop_values(prog, names, lambda n: ", ".join(st[n].loops[: level + 1])).as_set()
+    points = points.project_out_all_params()
+    if points.is_empty():
+        return 0, 0
+    fiber = isl.Map.from_range(points).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, level)
+    span = fiber.lexmax_pw_multi_aff().get_pw_aff(0).sub(fiber.lexmin_pw_multi_aff().get_pw_aff(0))
+    trips = isl.Map.from_pw_aff(span).range()
+    return trips.dim_min_val(0).to_python() + 1, trips.dim_max_val(0).to_python() + 1
+
+
+def _box_trips(prog: Program, names: list[str], level: int, st: State) -> tuple[int, int] | None:
+    """`trip_range` without isl's per-entry count where the answer is plain: one statement whose domain is a box
+    (`rectangular`) and whose loop at `level` runs one of its iterators (maybe reversed), or tiles of one, that
+    no outer loop reads but, for a point loop, its tile loop: then every entry runs the iterator's whole range,
+    its tile count, or a tile's share of the range.  None otherwise (skews, triangles, shared loops)."""
+    if len(names) != 1 or not rectangular(stmt := prog.statement(names[0])):
+        return None
+    loops = st[names[0]].loops
+
+    def runs(expr: str) -> tuple[str | None, int, int]:  # (the iterator, tile size or 0, the sign inside a tile)
+        body, size, _ = _loop_part(expr)
+        it, sign = _negations(body)
+        return (it if it in stmt.iterators else None), size, sign
+
+    it, size, sign = runs(loops[level])
+    if it is None:
+        return None
+    outer = [runs(e) for e in loops[:level] if it in _names(e)]
+    low, high = iterator_range(prog, stmt, stmt.iterators.index(it))
+    if low > high:
+        return 0, 0
+    if not outer and not size:
+        return high - low + 1, high - low + 1
+    if size:  # a tile loop: tiles of sign * it
+        lo, hi = (low, high) if sign > 0 else (-high, -low)
+        return (hi // size - lo // size + 1,) * 2 if not outer else None
+    if len(outer) != 1 or outer[0][0] != it or not outer[0][1]:
+        return None
+    _, size, sign = outer[0]  # a point loop: its tile's share of sign * it, the first and last tiles maybe partial
+    lo, hi = (low, high) if sign > 0 else (-high, -low)
+    first, last = lo // size, hi // size
+    counts = {min(hi, size * k + size - 1) - max(lo, size * k) + 1 for k in (first, last)}
+    return min(counts), max(counts | ({size} if last - first > 1 else set()))
+
+
+def _names(expr: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", expr))
+
+
+@functools.lru_cache(maxsize=4096)
+def rectangular(stmt: Statement) -> bool:
+    """Whether no constraint of the statement's domain reads two of its iterators (`j <= i` does): then its domain
+    is a box, and its loops run the same trips on every entry, unless skewed."""
+    names = set(stmt.iterators)
+    return all(len(names & _names(part)) < 2 for part in stmt.domain.split(" and "))
+
+
+def iterator_range(prog: Program, stmt: Statement, dim: int) -> tuple[int, int]:
+    """(min, max) of a statement's iterator `dim` over its domain, by isl, memoized ((0, -1) when it is empty)."""
+    def compute():
+        box = domain(prog, stmt).as_set()
+        if box.is_empty():
+            return [(0, -1)] * len(stmt.iterators)
+        return [(box.dim_min_val(d).to_python(), box.dim_max_val(d).to_python()) for d in range(len(stmt.iterators))]
+    return _memoized(("iterator ranges", prog.hash(), stmt.name), compute)[dim]
 
 
 def instances(prog: Program, stmt: Statement) -> int:

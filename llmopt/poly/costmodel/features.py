@@ -88,14 +88,15 @@ from llmopt.poly.agent.state import (
     access_matrix,
     loop_bounds,
     loop_flags,
+    rectangular,
     squash,
     trip_count,
     trip_range,
 )
 from llmopt.poly.deps import dependences
-from llmopt.poly.legality import carries
+from llmopt.poly.legality import loop_carries, restrict
 from llmopt.poly.program import Program, Statement, extent
-from llmopt.poly.schedule import Schedule, State, schedule_map, state
+from llmopt.poly.schedule import Schedule, State, state
 
 MAX_LOOPS = 8
 MAX_ACCESSES = 12
@@ -427,7 +428,7 @@ def _level_trips(prog: Program, st: State, name: str, levels: list[dict]) -> lis
             trips = hi - lo + 1
             if not flags["tile"]:  # its range shared out over the tiles: 153 values in tiles of 128 run 76.5 a tile
                 trips = min(trips / out[tiles[-1]], levels[tiles[-1]]["tile"])
-        elif (any(f["skewed"] for f in levels[: level + 1]) or not all(_rectangular(prog.statement(n)) for n in members)
+        elif (any(f["skewed"] for f in levels[: level + 1]) or not all(rectangular(prog.statement(n)) for n in members)
               or any("floor" in e for n in members for e in st[n].loops[: level + 1])):
             # skewed or under a skewed loop (a parallelogram's rows vary), triangular, or under tiles (which a skew
             # may have hidden from `loop_flags`, so that a tile bounds a loop it does not know as its point loop)
@@ -438,14 +439,6 @@ def _level_trips(prog: Program, st: State, name: str, levels: list[dict]) -> lis
             trips = hi - lo + 1
         out.append(max(trips, 1))
     return out
-
-
-@functools.lru_cache(maxsize=4096)
-def _rectangular(stmt: Statement) -> bool:
-    """Whether no constraint of the statement's domain reads two of its iterators (`j <= i` does): then its loops
-    run the same trips on every entry, unless skewed."""
-    names = set(stmt.iterators)
-    return all(len(names & set(re.findall(r"[A-Za-z_]\w*", part))) < 2 for part in stmt.domain.split(" and "))
 
 
 def _blocks(strides: list[float], trips: list[float], elem: int, unit: int) -> float:
@@ -653,24 +646,25 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
     made: dict[tuple, list[float]] = {}
     deps: list = []  # the program's dependences, computed on the first question
     carried: dict[tuple, bool] = {}
+    among: dict[frozenset, object] = {}  # the dependences among a loop's statements, per set of statements
     flags = _kept_flags(prog)
 
-    def comp(k: int, st: State, sched: list) -> list[float]:
+    def comp(k: int, st: State) -> list[float]:
         name = prog.statements[k].name
         key = _comp_key(name, st)
         if key not in made:
             levels = flags(name, st[name])
             made[key] = (_loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
-                         + (views(st, sched, name, levels, k) if compiler_view
+                         + (views(st, name, levels, k) if compiler_view
                             else [0.0] * (COMP_FEATURES - PLAIN_FEATURES)))
         return made[key]
 
-    def views(st: State, sched: list, name: str, levels: list[dict], k: int) -> list[float]:
+    def views(st: State, name: str, levels: list[dict], k: int) -> list[float]:
         trips = _level_trips(prog, st, name, levels)
         along = _steps(levels, streams[k])
         spans = _spans(along, trips, streams[k])  # what the traffic and memory views both read
         return (_compiler_vector(prog, st, name, levels, maps[k], lambda n: _size(st, n),
-                                 lambda names, level: _carries(st, sched, names, level))
+                                 lambda names, level: _carries(st, names, level))
                 + _traffic_vector(levels, trips, streams[k], along, spans)
                 + _parallel_vector(_parallel_level(st, name, levels), trips) + _memory_vector(trips, spans)
                 + _memory_vector(trips, spans, FILL_BYTES) + _invariance_vector(trips, along, rereads[k]))
@@ -679,20 +673,20 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
         step = flags(n, st[n])[-1]["step"]
         return _iteration_size(_strides_along(step, maps[index[n]]), ops[n], single[n])
 
-    def _carries(st: State, sched: list, names: set[str], level: int) -> bool:
+    def _carries(st: State, names: set[str], level: int) -> bool:
         # whether the loop at `level` carries a dependence reads only the time dimensions up to it
         key = (level, tuple((n, tuple(st[n].betas[: level + 1]), tuple(st[n].loops[: level + 1])) for n in sorted(names)))
         if key not in carried:
             if not deps:
                 deps.append(dependences(prog).all)
-            if not sched:
-                sched.append(schedule_map(prog, st, bare=True))
-            carried[key] = carries(prog, st, deps[0], sched[0], names, level)
+            group = frozenset(names)
+            if group not in among:
+                among[group] = restrict(deps[0], names, prog)
+            carried[key] = loop_carries(prog, st, among[group], names, level)
         return carried[key]
 
     def tree(st: State, origin: Tree | None = None) -> Tree:
-        sched: list = []  # this schedule's bare isl map, made on the first dependence question
-        comps = [comp(k, st, sched) for k in range(len(prog.statements))]
+        comps = [comp(k, st) for k in range(len(prog.statements))]
         return Tree(np.array(comps, dtype=np.float32), loop_tree(prog, st), origin)
 
     origin = tree(state(prog, Schedule()))  # its vectors are kept too: the children reuse them
