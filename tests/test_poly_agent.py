@@ -575,7 +575,7 @@ def test_tree_targets_compare_the_actions_measured_at_each_position(measurer, tm
         assert sum(s.weight for s in group) == pytest.approx(1.0, abs=0.1)
         assert all(s.value == pytest.approx(math.log(2.0, 4)) for s in group)
     assert {s.action for s in steps} == {NEXT, p0, u2}
-    ckpt = imitate(rows, tmp_path / "tree", ImitateConfig(epochs=150, validation=0.0, targets="tree"), log=None)
+    ckpt = imitate(rows, tmp_path / "tree", ImitateConfig(epochs=400, validation=0.0, targets="tree"), log=None)
     assert AgentPolicy(ckpt).schedule(gemm, measurer) == best
     with pytest.raises(UsageError, match="targets"):
         imitate(rows, tmp_path / "bad", ImitateConfig(epochs=1, targets="best"), log=None)
