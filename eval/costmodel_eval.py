@@ -26,7 +26,10 @@ the other's legality answers or timings), and the model is loaded before BSM's c
 time (`bsm_search_seconds`) includes timing the baseline and its `verify` best predictions
 (`bsm_measure_seconds`, `SearchResult.measure_seconds`), so `search_speedup` is the full cost of an
 answer; `bsm_model_seconds` is the rest (expansion, features, the model, the lazy legality checks)
-and `search_speedup_model_only` divides BSE's time by it.  With few verifications and a slow
+and `search_speedup_model_only` divides BSE's time by it.  The features and the model's answers are
+made on this process and a forked helper (`ranker.Ranker`: the machine's second core, free while nothing is
+timed; sixty-seventh session), while BSE compiles and runs its candidates one at a time (a timing needs a quiet
+machine).  With few verifications and a slow
 program the measurements dominate BSM's time, so the two ratios can differ by an order of
 magnitude.  MAPE counts targets below `train.MIN_SPEEDUP` as that value, as training does.  Rows are
 saved after every benchmark; a re-run with the same config skips the finished ones.

@@ -314,3 +314,44 @@ def test_trees_alone_are_a_cost_model_file_the_searches_and_blends_read(data_dir
         boosted.main([str(data_dir), "--out", str(tmp_path / "x.pt"), "--fractions", "0.8", "0.5"])
     with pytest.raises(UsageError, match="--fractions is for trees alone"):
         boosted.main([str(data_dir), "--network", str(net), "--out", str(tmp_path / "x.pt"), "--fractions", "1", "0"])
+
+
+def test_a_search_ranks_with_a_forked_helper_as_it_does_alone_and_survives_losing_it(data_dir, monkeypatch):
+    """`ranker.Ranker`: a level's children split between this process and a forked helper are ranked as one
+    process ranks them (same trees, same order), the helper really answers, and a helper killed or hung
+    mid-search costs nothing but its speed."""
+    import os
+    import signal
+
+    from llmopt.poly.costmodel import ranker
+    from llmopt.poly.costmodel.ranker import Ranker
+    from llmopt.poly.costmodel.search import model_search
+    from llmopt.poly.legality import Legality
+    from llmopt.poly.search import extensions
+
+    rows = load_rows(data_dir)
+    x = feature_matrix(featurize_rows(rows, TrainConfig(fractions=(1.0, 0.0)), progress=False)["train"].trees)
+    model = train_boosted(x, np.array([r["speedup"] for r in rows]), SMALL, log=lambda *_: None)
+    prog = benchmark("gemm", small=True)
+    kids = [(c, state(prog, c)) for c in extensions(prog, Schedule())]
+    assert len(kids) >= 16
+    with Ranker(prog, model, helpers=0) as alone, Ranker(prog, model, helpers=1) as shared:
+        assert len(shared._helpers) == 1 and not alone._helpers
+        want = alone(kids)
+        assert shared(kids) == want and len(want) == len(kids)
+        theirs = shared.scores([st for _, st in kids[1::2]])
+        proc, conn = shared._helpers[0]
+        conn.send([st for _, st in kids[1::2]])
+        assert conn.recv() == theirs  # the helper's own answer, not this process's
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join()
+        assert shared(kids) == want and not shared._helpers  # ranked here from then on
+    monkeypatch.setattr(ranker, "PATIENCE_SECONDS", 0.5)
+    with Ranker(prog, model, helpers=1) as stuck:
+        proc = stuck._helpers[0][0]
+        os.kill(proc.pid, signal.SIGSTOP)  # alive, never answering
+        assert stuck(kids) == want and not stuck._helpers and not proc.is_alive()
+    # a whole search: the same candidates with a helper as without
+    for depth in (1, 2):
+        assert (model_search(prog, Legality(prog), model, 2, depth, verify=6, helpers=1)
+                == model_search(prog, Legality(prog), model, 2, depth, verify=6, helpers=0))

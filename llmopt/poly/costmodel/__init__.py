@@ -18,6 +18,8 @@ The modules, in the order data flows through them:
 - `boosted`: gradient-boosted trees (LightGBM) on the same inputs and `model.Blend`, their blend with a
   network or ensemble, saved and loaded like a cost model
   (`python -m llmopt.poly.costmodel.boosted DATA --network E.pt --out B.pt`);
+- `ranker`: `Ranker`, a search's children featurized and answered by the model on this process and a
+  forked helper (the machine's other core), merged into the ranking one process gives;
 - `search`: `beam_model`, beam search scored by the model with the best predictions verified by
   execution: "beam-model" in `llmopt.poly.search.SEARCHES`; legality is checked lazily, only for
   the children the search keeps;

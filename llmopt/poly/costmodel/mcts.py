@@ -54,10 +54,10 @@ class _Tree:
     """The search state of one MCTS run: program, model, legality, deduplication, depth limit."""
 
     def __init__(self, prog: Program, legality: Legality, model, depth: int):
-        from llmopt.poly.costmodel.model import model_featurizer
+        from llmopt.poly.costmodel.ranker import Ranker
 
         self.prog, self.legality, self.model, self.depth = prog, legality, model, depth
-        self.featurize = model_featurizer(model, prog)  # one per search: a child reuses its parent's unchanged vectors
+        self.rank = Ranker(prog, model)  # one per search: a child reuses its parent's unchanged vectors
         self.seen = {state_key(state(prog, Schedule()))}
         self.root = Node(Schedule(), 0.0, 0)
         self.nodes: list[Node] = []  # every opened node (all legal), for the final candidates
@@ -71,7 +71,7 @@ class _Tree:
     def open(self, node: Node) -> Node | None:
         """The best-predicted unopened legal child of `node`, now opened; None when none is left."""
         if node.pending is None:  # first opening: score every child in one batch
-            node.pending = scored_children(self.prog, self.model, [node.schedule], self.seen, math.inf, self.featurize)
+            node.pending = scored_children(self.prog, [node.schedule], self.seen, math.inf, self.rank)
         while node.pending:
             predicted, sched = node.pending.pop(0)
             if self.legality.is_legal(sched):
@@ -112,9 +112,12 @@ def mcts_search(prog: Program, legality: Legality, model, iterations: int = DEFA
                 deadline: float = math.inf) -> list[Schedule]:
     """MCTS on predictions alone: the `verify` best-predicted legal schedules it opened, best first."""
     tree = _Tree(prog, legality, model, depth)
-    for _ in range(iterations):
-        if time.monotonic() > deadline or not tree.iterate(explore):
-            break
+    try:
+        for _ in range(iterations):
+            if time.monotonic() > deadline or not tree.iterate(explore):
+                break
+    finally:
+        tree.rank.close()
     return [n.schedule for n in sorted(tree.nodes, key=lambda n: -n.value)[:verify]]
 
 

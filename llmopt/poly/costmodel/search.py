@@ -4,9 +4,10 @@ The same search as `llmopt.poly.search.beam` (Tiramisu's beam search with execut
 the original schedule, every node of the beam is expanded by every action on every branch
 (`llmopt.poly.search.extensions`, the one action enumeration both searches share), and the `width`
 best legal children form the next beam, for `depth` levels.  The difference is how a child is
-scored: by the model's predicted speedup (`predict_trees`, one batched forward pass per beam
-level), not by compiling and running it.  Children are deduplicated by their replayed loop state
-(equal states emit equal code and are equally legal).
+scored: by the model's predicted speedup (`predict_trees`, batched per beam level; a level's children
+featurized and answered on this process and a forked helper, `ranker.Ranker`), not by compiling and running
+it.  Children are deduplicated by their replayed loop state (equal states emit equal code and are equally
+legal).
 
 Legality (exact isl checks, milliseconds each) would cost more than the model if every child were
 checked, so it is checked lazily (`legal_best`): all applicable children are scored, then checked
@@ -84,31 +85,20 @@ def cached_model(path: str | os.PathLike | None = None):
     return _models[key]
 
 
-def rank_by_model(prog: Program, model, kids: list[tuple[Schedule, State]], featurize=None
-                  ) -> list[tuple[float, Schedule]]:
-    """(predicted speedup, child), best first, in one batched forward pass; a child the features
-    cannot describe is dropped, like an illegal one (the model cannot rank it).  `featurize`: the
-    search's `model.model_featurizer(model, prog)`, which keeps the vectors it made (a new one when None)."""
-    from llmopt.poly.costmodel.model import model_featurizer, predict_trees
+def rank_by_model(prog: Program, model, kids: list[tuple[Schedule, State]]) -> list[tuple[float, Schedule]]:
+    """(predicted speedup, child), best first, on this process alone: a child the features cannot describe is
+    dropped, like an illegal one (the model cannot rank it).  A search keeps one `ranker.Ranker` instead."""
+    from llmopt.poly.costmodel.ranker import Ranker
 
-    featurize, trees, kept = featurize or model_featurizer(model, prog), [], []
-    for child, st in kids:
-        try:
-            trees.append(featurize(st))
-        except Exception:  # any failure only means "unscorable", never a crashed search
-            continue
-        kept.append(child)
-    if not kept:
-        return []
-    scores = predict_trees(model, trees)
-    return sorted(zip(scores.tolist(), kept, strict=True), key=lambda pair: -pair[0])
+    return Ranker(prog, model, helpers=0)(kids)
 
 
-def scored_children(prog: Program, model, frontier: list[Schedule], seen: set, deadline: float,
-                    featurize=None) -> list[tuple[float, Schedule]]:
+def scored_children(prog: Program, frontier: list[Schedule], seen: set, deadline: float,
+                    rank: Callable[[list[tuple[Schedule, State]]], list[tuple[float, Schedule]]]
+                    ) -> list[tuple[float, Schedule]]:
     """(predicted speedup, child) of the new applicable children of the frontier, best first.
-    Legality is not checked here: `legal_best` checks only the few the search keeps.  `featurize`: one
-    `model.model_featurizer(model, prog)` for the whole search, so a child reuses its parent's unchanged vectors."""
+    Legality is not checked here: `legal_best` checks only the few the search keeps.  `rank`: the search's
+    `ranker.Ranker`, one for the whole search, so a child reuses its parent's unchanged vectors."""
     kids: list[tuple[Schedule, State]] = []
     for parent in frontier:
         if time.monotonic() > deadline:
@@ -119,7 +109,7 @@ def scored_children(prog: Program, model, frontier: list[Schedule], seen: set, d
             if key not in seen:
                 seen.add(key)
                 kids.append((child, st))
-    return rank_by_model(prog, model, kids, featurize)
+    return rank(kids)
 
 
 def legal_best(legality: Legality, ranked: list[tuple[float, Schedule]], count: int) -> list[Schedule]:
@@ -154,30 +144,31 @@ def verify_candidates(legality: Legality, per_level: list[list[tuple[float, Sche
 def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_WIDTH, depth: int = DEFAULT_DEPTH,
                  verify: int = DEFAULT_VERIFY, deadline: float = math.inf,
                  log: Callable[[str], None] | None = None, levels: list | None = None,
-                 candidates: str = DEFAULT_CANDIDATES) -> list[Schedule]:
+                 candidates: str = DEFAULT_CANDIDATES, helpers: int | None = None) -> list[Schedule]:
     """The beam search on predictions alone: the `verify` legal schedules it met that `candidates`
     picks (`verify_candidates`), best predicted first.  Every applicable child is scored; legality is
     checked only for the beam's `width` best per level and the final `verify` (`legal_best`), the same
     answer as checking them all.  `levels`, when given, receives each level's (scored children, next
-    frontier): what a diagnosis of the search (`scripts/bsm_misses.py`) replays."""
-    from llmopt.poly.costmodel.model import model_featurizer
+    frontier): what a diagnosis of the search (`scripts/bsm_misses.py`) replays.  `helpers`: processes
+    forked to rank the children beside this one (`ranker.Ranker`; None: `ranker.DEFAULT_HELPERS`)."""
+    from llmopt.poly.costmodel.ranker import DEFAULT_HELPERS, Ranker
 
     t0 = time.monotonic()
     frontier, seen, per_level = [Schedule()], {state_key(state(prog, Schedule()))}, []
-    featurize = model_featurizer(model, prog)  # one per search: its kept vectors serve every level
-    for level in range(1, depth + 1):
-        scored = scored_children(prog, model, frontier, seen, deadline, featurize)
-        per_level.append(scored)
-        if level < depth and scored and time.monotonic() <= deadline:
-            frontier = legal_best(legality, scored, width)
-        if levels is not None:
-            levels.append((scored, frontier))
-        if log:
-            best = f"{scored[0][0]:.2f}x ({notation(scored[0][1])})" if scored else "none"
-            log(f"{prog.name}: depth {level}: {len(scored)} schedules predicted, best {best} (legality unchecked), "
-                f"{legality.computed} legality checks so far, {time.monotonic() - t0:.1f} s")
-        if not scored or time.monotonic() > deadline:
-            break
+    with Ranker(prog, model, DEFAULT_HELPERS if helpers is None else helpers) as rank:  # its kept vectors serve every level
+        for level in range(1, depth + 1):
+            scored = scored_children(prog, frontier, seen, deadline, rank)
+            per_level.append(scored)
+            if level < depth and scored and time.monotonic() <= deadline:
+                frontier = legal_best(legality, scored, width)
+            if levels is not None:
+                levels.append((scored, frontier))
+            if log:
+                best = f"{scored[0][0]:.2f}x ({notation(scored[0][1])})" if scored else "none"
+                log(f"{prog.name}: depth {level}: {len(scored)} schedules predicted, best {best} (legality unchecked), "
+                    f"{legality.computed} legality checks so far, {time.monotonic() - t0:.1f} s")
+            if not scored or time.monotonic() > deadline:
+                break
     return verify_candidates(legality, per_level, verify, candidates)
 
 
