@@ -146,12 +146,12 @@ def _isl_bounds(prog: Program, names: list[str], level: int, st: State) -> tuple
 
 def _iterator_bounds(prog: Program, names: list[str], level: int, st: State) -> tuple[int, int] | None:
     """`loop_bounds` from the domains' own ranges where every statement's loop at `level` runs one of its iterators
-    (maybe reversed); None otherwise."""
+    (maybe reversed, maybe more than once); None otherwise."""
     lows, highs = [], []
     for n in names:
-        stmt, expr = prog.statement(n), st[n].loops[level]
-        negated = _NEGATED.match(expr)
-        it = negated.group(1) if negated else expr
+        stmt = prog.statement(n)
+        it, sign = _negations(st[n].loops[level])
+        negated = sign < 0
         if it not in stmt.iterators:
             return None
         low, high = iterator_range(prog, stmt, stmt.iterators.index(it))
