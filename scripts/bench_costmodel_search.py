@@ -28,6 +28,11 @@ from llmopt.poly.benchmarks import benchmark
 from llmopt.poly.costmodel.search import cached_model, model_search
 from llmopt.poly.measure import Measurer
 model = cached_model(sys.argv[2])
+try:  # the helper processes are forked before the clock, as beam_model does (checkouts before them have none)
+    from llmopt.poly.costmodel.ranker import start_helpers
+    start_helpers(model)
+except ImportError:
+    pass
 out = {}
 for name in sys.argv[3].split(","):
     prog = benchmark(name)

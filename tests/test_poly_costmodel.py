@@ -1159,6 +1159,7 @@ def test_per_depth_candidates_time_each_depths_best_before_the_deeper_favourites
 
 def test_unscorable_children_are_skipped_not_fatal(monkeypatch):
     from llmopt.poly.costmodel import model as model_module
+    from llmopt.poly.costmodel.ranker import stop_helpers
     from llmopt.poly.costmodel.search import model_search
     from llmopt.poly.legality import Legality
 
@@ -1177,6 +1178,7 @@ def test_unscorable_children_are_skipped_not_fatal(monkeypatch):
     model = _ranking_model()
     every = model_search(prog, Legality(prog), model, width=2, depth=1, verify=100)  # all legal children
     monkeypatch.setattr(model_module, "model_featurizer", picky)
+    stop_helpers(model)  # the helper process the next search forks sees the failing features too
     got = model_search(prog, Legality(prog), model, width=2, depth=1, verify=100)
     parallel = {s for s in every if any(isinstance(t, Parallel) for t in s.transforms)}
     assert parallel and set(got) == set(every) - parallel

@@ -318,13 +318,13 @@ def test_trees_alone_are_a_cost_model_file_the_searches_and_blends_read(data_dir
 
 def test_a_search_ranks_with_a_forked_helper_as_it_does_alone_and_survives_losing_it(data_dir, monkeypatch):
     """`ranker.Ranker`: a level's children split between this process and a forked helper are ranked as one
-    process ranks them (same trees, same order), the helper really answers, and a helper killed or hung
-    mid-search costs nothing but its speed."""
+    process ranks them (same trees, same order), the helper really answers and serves search after search, and a
+    helper killed or hung mid-search costs nothing but its speed."""
     import os
     import signal
 
     from llmopt.poly.costmodel import ranker
-    from llmopt.poly.costmodel.ranker import Ranker
+    from llmopt.poly.costmodel.ranker import Ranker, start_helpers, stop_helpers
     from llmopt.poly.costmodel.search import model_search
     from llmopt.poly.legality import Legality
     from llmopt.poly.search import extensions
@@ -335,23 +335,30 @@ def test_a_search_ranks_with_a_forked_helper_as_it_does_alone_and_survives_losin
     prog = benchmark("gemm", small=True)
     kids = [(c, state(prog, c)) for c in extensions(prog, Schedule())]
     assert len(kids) >= 16
-    with Ranker(prog, model, helpers=0) as alone, Ranker(prog, model, helpers=1) as shared:
-        assert len(shared._helpers) == 1 and not alone._helpers
-        want = alone(kids)
-        assert shared(kids) == want and len(want) == len(kids)
+    want = Ranker(prog, model, helpers=0)(kids)
+    assert len(want) == len(kids)
+    (proc, conn), = start_helpers(model, 1)
+    with Ranker(prog, model, helpers=1) as shared:
+        assert shared._helpers == [(proc, conn)]
+        assert shared(kids) == want
         theirs = shared.scores([st for _, st in kids[1::2]])
-        proc, conn = shared._helpers[0]
-        conn.send([st for _, st in kids[1::2]])
-        assert conn.recv() == theirs  # the helper's own answer, not this process's
+        conn.send((-1, [st for _, st in kids[1::2]]))
+        assert conn.recv() == (-1, theirs)  # the helper's own answer, not this process's
+        conn.send((-2, [st for _, st in kids[1::2]]))  # a question left unread: the next search skips its answer
+    with Ranker(prog, model, helpers=1) as again:
+        assert again._helpers == [(proc, conn)] and again(kids) == want  # the same process, a second search
         os.kill(proc.pid, signal.SIGKILL)
         proc.join()
-        assert shared(kids) == want and not shared._helpers  # ranked here from then on
+        assert again(kids) == want and not again._helpers  # ranked here from then on
     monkeypatch.setattr(ranker, "PATIENCE_SECONDS", 0.5)
-    with Ranker(prog, model, helpers=1) as stuck:
+    with Ranker(prog, model, helpers=1) as stuck:  # started anew
         proc = stuck._helpers[0][0]
+        assert proc.is_alive()
         os.kill(proc.pid, signal.SIGSTOP)  # alive, never answering
         assert stuck(kids) == want and not stuck._helpers and not proc.is_alive()
     # a whole search: the same candidates with a helper as without
     for depth in (1, 2):
         assert (model_search(prog, Legality(prog), model, 2, depth, verify=6, helpers=1)
                 == model_search(prog, Legality(prog), model, 2, depth, verify=6, helpers=0))
+    stop_helpers(model)
+    assert not start_helpers(model, 0)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llmopt.poly.costmodel.data import state_key
+from llmopt.poly.costmodel.ranker import Ranker, start_helpers
 from llmopt.poly.costmodel.search import cached_model, scored_children, verified
 from llmopt.poly.legality import Legality
 from llmopt.poly.measure import Measurer
@@ -54,8 +55,6 @@ class _Tree:
     """The search state of one MCTS run: program, model, legality, deduplication, depth limit."""
 
     def __init__(self, prog: Program, legality: Legality, model, depth: int):
-        from llmopt.poly.costmodel.ranker import Ranker
-
         self.prog, self.legality, self.model, self.depth = prog, legality, model, depth
         self.rank = Ranker(prog, model)  # one per search: a child reuses its parent's unchanged vectors
         self.seen = {state_key(state(prog, Schedule()))}
@@ -127,7 +126,8 @@ def mcts_model(prog: Program, measurer: Measurer, budget_seconds: float = 60.0,
                model_path: str | os.PathLike | None = None, log: Callable[[str], None] | None = None
                ) -> SearchResult:
     """MCTS scored by the cost model, the top `verify` predictions measured (module docstring)."""
-    model = cached_model(model_path)  # loaded before the clock starts
+    model = cached_model(model_path)  # loaded before the clock starts, its helper processes forked too
+    start_helpers(model)
 
     def pick(legality: Legality, deadline: float) -> list[Schedule]:
         return mcts_search(prog, legality, model, iterations, depth, verify, explore, deadline)

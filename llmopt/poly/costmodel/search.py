@@ -39,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from llmopt.poly.costmodel.data import state_key
+from llmopt.poly.costmodel.ranker import DEFAULT_HELPERS, Ranker, start_helpers
 from llmopt.poly.legality import Legality
 from llmopt.poly.measure import Measurer
 from llmopt.poly.program import Program
@@ -88,8 +89,6 @@ def cached_model(path: str | os.PathLike | None = None):
 def rank_by_model(prog: Program, model, kids: list[tuple[Schedule, State]]) -> list[tuple[float, Schedule]]:
     """(predicted speedup, child), best first, on this process alone: a child the features cannot describe is
     dropped, like an illegal one (the model cannot rank it).  A search keeps one `ranker.Ranker` instead."""
-    from llmopt.poly.costmodel.ranker import Ranker
-
     return Ranker(prog, model, helpers=0)(kids)
 
 
@@ -151,8 +150,6 @@ def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_
     answer as checking them all.  `levels`, when given, receives each level's (scored children, next
     frontier): what a diagnosis of the search (`scripts/bsm_misses.py`) replays.  `helpers`: processes
     forked to rank the children beside this one (`ranker.Ranker`; None: `ranker.DEFAULT_HELPERS`)."""
-    from llmopt.poly.costmodel.ranker import DEFAULT_HELPERS, Ranker
-
     t0 = time.monotonic()
     frontier, seen, per_level = [Schedule()], {state_key(state(prog, Schedule()))}, []
     with Ranker(prog, model, DEFAULT_HELPERS if helpers is None else helpers) as rank:  # its kept vectors serve every level
@@ -184,7 +181,8 @@ def beam_model(prog: Program, measurer: Measurer, budget_seconds: float = 60.0, 
     without running anything."""
     if agent_walk not in AGENT_WALKS:
         raise ValueError(f"unknown agent walk {agent_walk!r}: one of {', '.join(AGENT_WALKS)}")
-    model = cached_model(model_path)  # loaded before the clock starts
+    model = cached_model(model_path)  # loaded before the clock starts, its helper processes forked too
+    start_helpers(model)
     policy = None
     if with_agent:
         from llmopt.poly.agent.policy import cached_policy
