@@ -10,7 +10,7 @@
 #    alternating, 3 runs each: bench-ranker.json (bench-ranker-fork-per-search.json: commit 7f5cdb2, which forked
 #    the helper at every search).
 # 4. Paper 002's Table 2 with the trees, the helper on (trees/), then the shipped network (shipped/), then the trees
-#    again (trees-r2/; the session ran it before the network).
+#    again twice (trees-r2/, trees-r3/; the session ran r2 before the network).
 set -e
 source "$(dirname "$0")/../fcaa_recipe.sh"
 D=$(folder_at 3f5a413)
@@ -27,3 +27,4 @@ python -m eval.costmodel_eval --budget-seconds 900 --schedules 8 --repeats 10 --
 EVAL="python -m eval.costmodel_eval --budget-seconds 900 --schedules 8 --repeats 10 --with-agent --bse-reference $BSE"
 $EVAL --model llmopt/poly/data/costmodel.pt --data data/poly-costmodel --out $H/shipped
 $EVAL --model runs/s67/trees.pt --data $D --out $H/trees-r2
+$EVAL --model runs/s67/trees.pt --data $D --out $H/trees-r3
