@@ -338,24 +338,24 @@ def test_a_search_ranks_with_a_forked_helper_as_it_does_alone_and_survives_losin
     want = Ranker(prog, model, helpers=0)(kids)
     assert len(want) == len(kids)
     (proc, conn), = start_helpers(model, 1)
-    with Ranker(prog, model, helpers=1) as shared:
-        assert shared._helpers == [(proc, conn)]
-        assert shared(kids) == want
-        theirs = shared.scores([st for _, st in kids[1::2]])
-        conn.send((-1, [st for _, st in kids[1::2]]))
-        assert conn.recv() == (-1, theirs)  # the helper's own answer, not this process's
-        conn.send((-2, [st for _, st in kids[1::2]]))  # a question left unread: the next search skips its answer
-    with Ranker(prog, model, helpers=1) as again:
-        assert again._helpers == [(proc, conn)] and again(kids) == want  # the same process, a second search
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.join()
-        assert again(kids) == want and not again._helpers  # ranked here from then on
+    shared = Ranker(prog, model, helpers=1)
+    assert shared._helpers == [(proc, conn)]
+    assert shared(kids) == want
+    theirs = shared.scores([st for _, st in kids[1::2]])
+    conn.send((-1, [st for _, st in kids[1::2]]))
+    assert conn.recv() == (-1, theirs)  # the helper's own answer, not this process's
+    conn.send((-2, [st for _, st in kids[1::2]]))  # a question left unread: the next search skips its answer
+    again = Ranker(prog, model, helpers=1)
+    assert again._helpers == [(proc, conn)] and again(kids) == want  # the same process, a second search
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+    assert again(kids) == want and not again._helpers  # ranked here from then on
     monkeypatch.setattr(ranker, "PATIENCE_SECONDS", 0.5)
-    with Ranker(prog, model, helpers=1) as stuck:  # started anew
-        proc = stuck._helpers[0][0]
-        assert proc.is_alive()
-        os.kill(proc.pid, signal.SIGSTOP)  # alive, never answering
-        assert stuck(kids) == want and not stuck._helpers and not proc.is_alive()
+    stuck = Ranker(prog, model, helpers=1)  # started anew
+    proc = stuck._helpers[0][0]
+    assert proc.is_alive()
+    os.kill(proc.pid, signal.SIGSTOP)  # alive, never answering
+    assert stuck(kids) == want and not stuck._helpers and not proc.is_alive()
     # a whole search: the same candidates with a helper as without
     for depth in (1, 2):
         assert (model_search(prog, Legality(prog), model, 2, depth, verify=6, helpers=1)

@@ -111,12 +111,9 @@ def mcts_search(prog: Program, legality: Legality, model, iterations: int = DEFA
                 deadline: float = math.inf) -> list[Schedule]:
     """MCTS on predictions alone: the `verify` best-predicted legal schedules it opened, best first."""
     tree = _Tree(prog, legality, model, depth)
-    try:
-        for _ in range(iterations):
-            if time.monotonic() > deadline or not tree.iterate(explore):
-                break
-    finally:
-        tree.rank.close()
+    for _ in range(iterations):
+        if time.monotonic() > deadline or not tree.iterate(explore):
+            break
     return [n.schedule for n in sorted(tree.nodes, key=lambda n: -n.value)[:verify]]
 
 

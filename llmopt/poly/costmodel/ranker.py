@@ -141,16 +141,6 @@ class Ranker:
         stop_helpers(self.model)
         self._helpers = []
 
-    def close(self) -> None:
-        """The search is done (its helpers stay for the next search)."""
-        self._helpers = []
-
-    def __enter__(self) -> Ranker:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
 
 def _answer(conn, number: int, patience: float) -> list[float | None] | None:
     """A helper's scores for question `number`, or None when it is gone, failed or has not answered in `patience`

@@ -143,29 +143,29 @@ def verify_candidates(legality: Legality, per_level: list[list[tuple[float, Sche
 def model_search(prog: Program, legality: Legality, model, width: int = DEFAULT_WIDTH, depth: int = DEFAULT_DEPTH,
                  verify: int = DEFAULT_VERIFY, deadline: float = math.inf,
                  log: Callable[[str], None] | None = None, levels: list | None = None,
-                 candidates: str = DEFAULT_CANDIDATES, helpers: int | None = None) -> list[Schedule]:
+                 candidates: str = DEFAULT_CANDIDATES, helpers: int = DEFAULT_HELPERS) -> list[Schedule]:
     """The beam search on predictions alone: the `verify` legal schedules it met that `candidates`
     picks (`verify_candidates`), best predicted first.  Every applicable child is scored; legality is
     checked only for the beam's `width` best per level and the final `verify` (`legal_best`), the same
     answer as checking them all.  `levels`, when given, receives each level's (scored children, next
     frontier): what a diagnosis of the search (`scripts/bsm_misses.py`) replays.  `helpers`: processes
-    forked to rank the children beside this one (`ranker.Ranker`; None: `ranker.DEFAULT_HELPERS`)."""
+    forked to rank the children beside this one (`ranker.Ranker`)."""
     t0 = time.monotonic()
     frontier, seen, per_level = [Schedule()], {state_key(state(prog, Schedule()))}, []
-    with Ranker(prog, model, DEFAULT_HELPERS if helpers is None else helpers) as rank:  # its kept vectors serve every level
-        for level in range(1, depth + 1):
-            scored = scored_children(prog, frontier, seen, deadline, rank)
-            per_level.append(scored)
-            if level < depth and scored and time.monotonic() <= deadline:
-                frontier = legal_best(legality, scored, width)
-            if levels is not None:
-                levels.append((scored, frontier))
-            if log:
-                best = f"{scored[0][0]:.2f}x ({notation(scored[0][1])})" if scored else "none"
-                log(f"{prog.name}: depth {level}: {len(scored)} schedules predicted, best {best} (legality unchecked), "
-                    f"{legality.computed} legality checks so far, {time.monotonic() - t0:.1f} s")
-            if not scored or time.monotonic() > deadline:
-                break
+    rank = Ranker(prog, model, helpers)  # one per search: its kept vectors serve every level
+    for level in range(1, depth + 1):
+        scored = scored_children(prog, frontier, seen, deadline, rank)
+        per_level.append(scored)
+        if level < depth and scored and time.monotonic() <= deadline:
+            frontier = legal_best(legality, scored, width)
+        if levels is not None:
+            levels.append((scored, frontier))
+        if log:
+            best = f"{scored[0][0]:.2f}x ({notation(scored[0][1])})" if scored else "none"
+            log(f"{prog.name}: depth {level}: {len(scored)} schedules predicted, best {best} (legality unchecked), "
+                f"{legality.computed} legality checks so far, {time.monotonic() - t0:.1f} s")
+        if not scored or time.monotonic() > deadline:
+            break
     return verify_candidates(legality, per_level, verify, candidates)
 
 
