@@ -1581,6 +1581,35 @@ def test_the_parallel_view_counts_forks_where_emit_puts_the_pragma():
     assert unsquashed(view(triangle, Schedule((Parallel("S0", 0),)), 0)) == [1.0, 1, 100, 5050]
 
 
+def test_the_busiest_thread_s_share_is_counted_per_entry_of_the_parallel_region():
+    """syrk (small: N 20, M 18) worked by hand, its update S1 `C[i][j] += ...` over `i k j` with `j <= i`: its outer
+    loop i split in halves between 2 threads gives the second i 10..19, 155 of the 210 (i + 1) x M instances; with
+    k and j interchanged and j made parallel, every i splits its own j's in halves, the busiest ceil((i + 1) / 2)
+    of i + 1 each.  The grid holds every point of so small a domain, so the estimate is exact there.  A serial
+    computation runs all its work; gemm's rectangle splits evenly.  Program text is never run as code."""
+    from llmopt.poly.costmodel.boosted import parallel_left
+    from llmopt.poly.costmodel.features import _domain_points, _evaluate
+    from llmopt.poly.schedule import Interchange
+
+    syrk = benchmark("syrk", small=True)
+    outer = featurize(syrk, Schedule((Parallel("S0", 0),)))  # the loop S0 and S1 share: both in the region
+    assert outer.busy[1] == pytest.approx(sum(range(11, 21)) / sum(range(1, 21)))
+    assert outer.busy[0] == pytest.approx(sum(range(11, 21)) / sum(range(1, 21)))  # S0 is the same triangle
+    inner = featurize(syrk, Schedule((Interchange("S1", 1, 2), Parallel("S1", 1))))
+    assert inner.busy[0] == 1.0
+    assert inner.busy[1] == pytest.approx(sum(math.ceil(n / 2) for n in range(1, 21)) / sum(range(1, 21)))
+    assert featurize(syrk, Schedule()).busy.tolist() == [1.0, 1.0]
+    # the work of each computation weighted by its busiest share: S1 is (N x M x N) / (N x N + N x M x N) of it
+    s1 = 20 * 18 * 20 / (20 * 20 + 20 * 18 * 20)
+    assert parallel_left(outer) == pytest.approx(outer.busy[0] * (1 - s1) + outer.busy[1] * s1, rel=1e-6)
+    gemm = benchmark("gemm", small=True)
+    assert featurize(gemm, Schedule((Parallel("S0", 0), Parallel("S1", 0)))).busy.tolist() == [0.5, 0.5]
+    with pytest.raises(ValueError):
+        _evaluate("__import__('os').system('true')", {})
+    strange = dataclasses.replace(syrk.statements[0], domain="0 <= i < N and sum(j) <= i")
+    assert _domain_points(syrk, strange) is None
+
+
 def test_the_parallel_view_agrees_with_the_emitted_pragmas():
     """A computation is tagged parallel exactly when the C that runs it has an `omp parallel for` around it:
     random-8386 (data/poly-costmodel-fcaa-5ms, shrunk) tiled after its j loop was made parallel leaves the tag

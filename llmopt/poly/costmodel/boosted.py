@@ -11,7 +11,8 @@ The trees read each (program, schedule)'s computation vectors (`features.featuri
 (computation by computation); the same three averaged with each computation weighted by its share of the
 untransformed iterations (Amdahl: a computation's change matters by its share of the work); the vectors
 (transformed, untransformed, difference) of the computation doing most of the work, with its share and the next
-one's; and the count of computations, `features.fork_load`, `features.changed_share` and `features.removal_left`
+one's; how evenly the parallel regions share the work (`parallel_left` and the top computation's `Tree.busy`); and
+the count of computations, `features.fork_load`, `features.changed_share` and `features.removal_left`
 (`tree_features`).
 Target: log speedup, each row weighted by 1/speedup; objective L1 (whose optimum in a leaf is the answer that
 minimizes MAPE).  Boosters of several bagging seeds answer the mean of their log speedups.  Huber (near L2 in log
@@ -73,9 +74,10 @@ from llmopt.poly.costmodel.features import (
     work_shares,
 )
 
-TREE_FEATURES_VERSION = 2  # bump when `tree_features` changes: a file's boosters read the layout they trained on
-# (2: the computation vectors carry the fill and invariance views; `features.removal_left` is the last column)
-TREE_FEATURES = 15 * COMP_FEATURES + 6
+TREE_FEATURES_VERSION = 3  # bump when `tree_features` changes: a file's boosters read the layout they trained on
+# (2: the computation vectors carry the fill and invariance views; `features.removal_left` is the last column;
+# 3: `parallel_left` and the busiest thread's share of the top computation, before the count of computations)
+TREE_FEATURES = 15 * COMP_FEATURES + 8
 FORK_COLUMN = TREE_FEATURES - 5  # where `tree_features` keeps `features.fork_load`
 LEFT_COLUMN = TREE_FEATURES - 1  # and `features.removal_left`
 FORK_FLOOR = 0.2  # the fork term takes at most 80% of a row's measured time (its load is an estimate; timings vary)
@@ -104,8 +106,22 @@ def tree_features(tree: Tree, anchor_part: tuple | None = None) -> np.ndarray:
     return np.concatenate([_pooled(comps), pooled_anchor, _pooled(comps - anchor),
                            work @ comps, work_anchor, work @ (comps - anchor),
                            comps[top], anchor[top], comps[top] - anchor[top],
-                           [len(comps), fork_load(tree), changed_share(tree), work[top], second,
-                            removal_left(tree)]]).astype(np.float32)
+                           [parallel_left(tree, work), _busy(tree)[top], len(comps), fork_load(tree),
+                            changed_share(tree), work[top], second, removal_left(tree)]]).astype(np.float32)
+
+
+def _busy(tree: Tree) -> np.ndarray:
+    """`Tree.busy`, ones (serial) for a tree made without the views."""
+    return tree.busy if tree.busy is not None else np.ones(len(tree.comps), np.float32)
+
+
+def parallel_left(tree: Tree, work: np.ndarray | None = None) -> float:
+    """The share of the untransformed program's time `tree` would take if its parallel regions were all the
+    difference: each computation's work share (`work`: `features.work_shares` of the untransformed tree) times the
+    share its busiest thread runs (`Tree.busy`: 1 serial, 1/2 for an even split on 2 threads, 3/4 for a triangle
+    split at its outer loop).  Why: the parallel view says which loop forks and how often, not how evenly its
+    iterations share the work (features module docstring, the balance)."""
+    return float((work if work is not None else work_shares(tree.anchor.comps)) @ _busy(tree))
 
 
 def feature_matrix(trees: Sequence[Tree]) -> np.ndarray:

@@ -59,6 +59,14 @@ A computation vector (`COMP_FEATURES` floats) is, in order:
   innermost loops that move none when the statement does not read what it writes, and the trips of all loops
   that move none (`_invariance_vector`, `INVARIANCE_NAMES`).
 
+- balance (not a vector entry: `Tree.busy`, read by the trees only, so the network's inputs keep their layout):
+  for each computation in a parallel region, the share of its instances the busiest of `THREADS` threads runs
+  under OpenMP's static schedule (`_busiest_share`; 1 for a computation that runs serially).  Added because the
+  parallel view gives a region's trips, not how its work spreads over them: the outer loop of a triangle
+  (`j <= i`) split in two halves gives one thread three quarters of the work, so syrk parallelized there runs
+  1.3x faster, not 2x, where the trees answered 1.9x and ranked it above the interchange that runs 2.8x
+  (docs/results/costmodel/, sixty-eighth session).
+
 Numbers with a large range (bounds, extents, factors, counts) are log-transformed the way the paper
 asks (`llmopt.poly.agent.state.squash`: sign * log2(1 + |x|) / 16); tags are 0/1.  The access
 matrices, bounds and loop tags come from the Pearl agent's state features
@@ -73,8 +81,10 @@ the untransformed program's tree (one object per featurizer, so shared by a prog
 
 from __future__ import annotations
 
+import ast
 import functools
 import math
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -86,6 +96,7 @@ from llmopt.poly.agent.state import (
     MAX_ITERS,
     MAX_RANK,
     access_matrix,
+    iterator_range,
     loop_bounds,
     loop_flags,
     rectangular,
@@ -106,10 +117,10 @@ LOOP_PRESENT, LOOP_EXTENT, LOOP_PARALLEL = 0, 3, 9  # offsets in one loop's bloc
 ACCESS_FEATURES = MATRIX + 3 + MAX_RANK
 OP_FEATURES = 10
 # Bump when a feature's meaning changes without changing COMP_FEATURES (cached trees become stale).
-FEATURE_LAYOUT = 9  # 2: trees carry their program's untransformed tree (`Tree.origin`); 3: the parallel view;
+FEATURE_LAYOUT = 10  # 2: trees carry their program's untransformed tree (`Tree.origin`); 3: the parallel view;
 # 4: the memory view; 5: strides along each loop's step (`_loop_steps`); 6: a skewed loop's trips per entry;
 # 7: a point loop's trips on average (`_level_trips`); 8: blocks an access touches, the fewer of two counts (`_blocks`);
-# 9: any other loop's trips per entry on average (`_level_trips`: triangular loops)
+# 9: any other loop's trips per entry on average (`_level_trips`: triangular loops); 10: the balance (`Tree.busy`)
 STRIDE_LOOPS = 2  # innermost and second-innermost loop
 LOCALITY_FEATURES = MAX_ACCESSES * STRIDE_LOOPS
 COMPILER_NAMES = ("inner_trips", "inner_unrolled_size", "inner_unrolled", "unrolled_loops", "vector_loop",
@@ -156,6 +167,13 @@ FILL_BYTES = (256 << 10, 512 << 10, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 2
 # count whose unrolled size (trips x loop size) fits is unrolled away.  Our loop size is an estimate
 # (`_iteration_size`); scripts/costmodel_unroll_check.py measures how often it agrees with clang's remarks.
 UNROLL_BUDGET = 300
+# The OpenMP threads every label was timed with (`Measurer`'s default; every data folder's config.json says 2): how
+# a parallel loop's iterations are dealt out (`_busiest_share`).  A constant, like the caches, so that features do
+# not depend on the machine that computes them.
+THREADS = 2
+# Points of a computation's domain `_busiest_share` counts on: ~4 ms to find them once per computation, then
+# 0.3-1.5 ms a share (syrk's update), exact on domains this small or smaller.
+BALANCE_POINTS = 20_000
 LATCH_SIZE = 2.0  # a loop's own instructions: induction update, compare (the branch is free)
 
 _SUBSCRIPT = re.compile(r"\[[^\[\]]*\]")
@@ -171,6 +189,9 @@ class Tree:
     comps: np.ndarray
     structure: tuple
     origin: Tree | None = None
+    # per computation, the share of its instances its busiest thread runs (`_busiest_share`; 1: serial); None on
+    # trees made without the views
+    busy: np.ndarray | None = None
 
     @property
     def anchor(self) -> Tree:
@@ -560,6 +581,90 @@ def _parallel_vector(level: int | None, trips: list[float]) -> list[float]:
     return [1.0, squash(math.prod(trips[:level])), squash(trips[level]), squash(math.prod(trips[level:]))]
 
 
+def _domain_points(prog: Program, stmt: Statement) -> dict[str, np.ndarray] | None:
+    """Up to `BALANCE_POINTS` points of `stmt`'s domain, {iterator: values}: the points of a grid over the domain's
+    bounding box (evenly spaced values of each iterator) that the domain holds.  None when the domain is empty or
+    not plain arithmetic (`_evaluate`)."""
+    ranges = [iterator_range(prog, stmt, d) for d in range(len(stmt.iterators))]
+    if not ranges or any(low > high for low, high in ranges):
+        return None
+    per_axis = max(2, int(BALANCE_POINTS ** (1.0 / len(ranges))))
+    axes = [np.unique(np.linspace(low, high, min(per_axis, high - low + 1)).round().astype(np.int64))
+            for low, high in ranges]
+    grid = dict(zip(stmt.iterators, (a.ravel() for a in np.meshgrid(*axes, indexing="ij")), strict=True))
+    try:
+        inside = np.broadcast_to(_evaluate(stmt.domain, {**prog.params, **grid}), grid[stmt.iterators[0]].shape)
+    except (SyntaxError, ValueError, KeyError, ZeroDivisionError):
+        return None
+    return {name: values[inside] for name, values in grid.items()} if inside.any() else None
+
+
+def _busiest_share(prog: Program, points: dict[str, np.ndarray] | None, loops: list[str], level: int) -> float:
+    """The share of a computation's instances that the busiest of `THREADS` threads runs when the loop at `level`
+    of its transformed `loops` is its `omp parallel for`: each entry of the region (the loops outside it) deals that
+    loop's iterations out in `THREADS` contiguous chunks (OpenMP's static schedule) and waits for the slowest
+    thread, so the share is the sum over entries of the busiest chunk's instances over all instances: 1/THREADS
+    when every iteration does as much work, 3/4 for the outer loop of a triangle.  Counted on the computation's
+    `_domain_points`, so it is an estimate; 1/THREADS where those or a loop are not plain arithmetic."""
+    if points is None:
+        return 1.0 / THREADS
+    size = len(next(iter(points.values())))
+    try:
+        values = [np.broadcast_to(_evaluate(loop, {**prog.params, **points}), (size,)) for loop in loops[: level + 1]]
+    except (SyntaxError, ValueError, KeyError, ZeroDivisionError):
+        return 1.0 / THREADS
+    entry = np.zeros(size, np.int64)
+    for outer in values[:level]:  # one id per distinct tuple of the outer loops' values, 0.. in sorted order
+        ids = np.unique(outer, return_inverse=True)[1].ravel()
+        entry = np.unique(entry * (int(ids.max()) + 1) + ids, return_inverse=True)[1].ravel()
+    order = np.argsort(entry, kind="stable")
+    value, entry = values[level][order], entry[order]
+    starts = np.flatnonzero(np.r_[True, entry[1:] != entry[:-1]])
+    low, high = np.minimum.reduceat(value, starts), np.maximum.reduceat(value, starts)
+    chunk = np.ceil((high - low + 1) / THREADS)
+    thread = ((value - low[entry]) // chunk[entry]).astype(np.int64).clip(0, THREADS - 1)
+    work = np.bincount(entry * THREADS + thread, minlength=len(starts) * THREADS).reshape(-1, THREADS)
+    return float(work.max(axis=1).sum() / size)
+
+
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+              ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Lt: operator.lt, ast.LtE: operator.le,
+              ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: operator.eq, ast.USub: operator.neg,
+              ast.UAdd: operator.pos}
+
+
+def _evaluate(text: str, names: dict):
+    """A domain (`0 <= i < N and 0 <= j <= i`) or loop expression (`floor((j)/128) + k`) of `names` (parameters
+    and numpy arrays of iterator values), elementwise: arithmetic, comparisons, `and` and `floor` only, so that a
+    program's text is never run as code.  ValueError for anything else."""
+    def value(node):
+        if isinstance(node, ast.Expression):
+            return value(node.body)
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            return functools.reduce(np.logical_and, (value(v) for v in node.values))
+        if isinstance(node, ast.Compare):
+            left, out = value(node.left), True
+            for op, right in zip(node.ops, node.comparators, strict=True):
+                right = value(right)
+                out = np.logical_and(out, _OPERATORS[type(op)](left, right))
+                left = right
+            return out
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](value(node.operand))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "floor" \
+                and len(node.args) == 1 and not node.keywords:
+            return np.floor(value(node.args[0]))
+        if isinstance(node, ast.Name):
+            return names[node.id]
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return node.value
+        raise ValueError(f"not plain arithmetic: {ast.dump(node)[:60]}")
+
+    return value(ast.parse(text.strip(), mode="eval"))
+
+
 def fork_load(tree: Tree) -> float:
     """How many parallel regions `tree` enters per iteration of its untransformed program: the sum over its
     computations of the parallel view's forks over the sum of the untransformed computations' iterations (the
@@ -644,12 +749,15 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
     rereads = [s.write(set(prog.tensors)).tensor in {a.tensor for a in s.reads(set(prog.tensors))}
                for s in prog.statements]
     made: dict[tuple, list[float]] = {}
+    busy: dict[tuple, float] = {}  # `_busiest_share` of a computation, kept like its vector
+    points: dict[int, dict | None] = {}  # `_domain_points` of each computation, made on the first question
     deps: list = []  # the program's dependences, computed on the first question
     carried: dict[tuple, bool] = {}
     among: dict[frozenset, object] = {}  # the dependences among a loop's statements, per set of statements
     flags = _kept_flags(prog)
 
-    def comp(k: int, st: State) -> list[float]:
+    def comp(k: int, st: State) -> tuple:
+        """The key of computation `k`'s vector in `made` (and its share in `busy`), made if new."""
         name = prog.statements[k].name
         key = _comp_key(name, st)
         if key not in made:
@@ -657,7 +765,11 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
             made[key] = (_loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
                          + (views(st, name, levels, k) if compiler_view
                             else [0.0] * (COMP_FEATURES - PLAIN_FEATURES)))
-        return made[key]
+            level = _parallel_level(st, name, levels) if compiler_view else None
+            if level is not None and k not in points:
+                points[k] = _domain_points(prog, prog.statements[k])
+            busy[key] = 1.0 if level is None else _busiest_share(prog, points[k], st[name].loops, level)
+        return key
 
     def views(st: State, name: str, levels: list[dict], k: int) -> list[float]:
         trips = _level_trips(prog, st, name, levels)
@@ -686,8 +798,9 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
         return carried[key]
 
     def tree(st: State, origin: Tree | None = None) -> Tree:
-        comps = [comp(k, st) for k in range(len(prog.statements))]
-        return Tree(np.array(comps, dtype=np.float32), loop_tree(prog, st), origin)
+        keys = [comp(k, st) for k in range(len(prog.statements))]
+        return Tree(np.array([made[key] for key in keys], dtype=np.float32), loop_tree(prog, st), origin,
+                    np.array([busy[key] for key in keys], dtype=np.float32) if compiler_view else None)
 
     origin = tree(state(prog, Schedule()))  # its vectors are kept too: the children reuse them
     return lambda st: tree(st, origin)
