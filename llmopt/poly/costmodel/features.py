@@ -751,6 +751,7 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
     made: dict[tuple, list[float]] = {}
     busy: dict[tuple, float] = {}  # `_busiest_share` of a computation, kept like its vector
     points: dict[int, dict | None] = {}  # `_domain_points` of each computation, made on the first question
+    shares: dict[tuple, float] = {}  # `_busiest_share` by what it reads: many children run a computation alike
     deps: list = []  # the program's dependences, computed on the first question
     carried: dict[tuple, bool] = {}
     among: dict[frozenset, object] = {}  # the dependences among a loop's statements, per set of statements
@@ -766,10 +767,15 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
                          + (views(st, name, levels, k) if compiler_view
                             else [0.0] * (COMP_FEATURES - PLAIN_FEATURES)))
             level = _parallel_level(st, name, levels) if compiler_view else None
-            if level is not None and k not in points:
-                points[k] = _domain_points(prog, prog.statements[k])
-            busy[key] = 1.0 if level is None else _busiest_share(prog, points[k], st[name].loops, level)
+            busy[key] = 1.0 if level is None else share(k, tuple(st[name].loops[: level + 1]))
         return key
+
+    def share(k: int, loops: tuple[str, ...]) -> float:
+        if (k, loops) not in shares:
+            if k not in points:
+                points[k] = _domain_points(prog, prog.statements[k])
+            shares[k, loops] = _busiest_share(prog, points[k], list(loops), len(loops) - 1)
+        return shares[k, loops]
 
     def views(st: State, name: str, levels: list[dict], k: int) -> list[float]:
         trips = _level_trips(prog, st, name, levels)
