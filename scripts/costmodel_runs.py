@@ -13,7 +13,8 @@ best schedule measures 15x in one run and 25x in the next), so settings are comp
 repeated runs, each run's spread shown beside it.  Prints a markdown table; `--out` keeps the numbers.
 
 `--results DEST` (the shipped model's runs, e.g. `docs/results/costmodel/results.json`) writes the first group's
-median run (by BSM + agent's degradation when the runs have it, else BSM's) to DEST with `repeat_runs`: every
+median run (by BSM + agent's degradation when the runs have it, else BSM's; `--median-by bsm`: BSM's) to DEST with
+`repeat_runs`: every
 run's Table 2 numbers and their means, BSM's and BSM + agent's, files named relative to DEST.  Keys of an existing
 DEST that a run does not write (e.g. `previous_machines`, added by hand) are kept; a run's `results.md` and
 `scatter.png` beside a `results.json` are copied beside DEST.
@@ -103,11 +104,12 @@ def repeat_block(runs: list[dict], files: list[str]) -> dict:
     return block
 
 
-def write_results(dest: str | os.PathLike, files: list[str]) -> str:
+def write_results(dest: str | os.PathLike, files: list[str], median_by: str = "agent") -> str:
     """Write the median of `files` (eval.costmodel_eval results) to `dest` with their `repeat_runs`; returns
-    the file chosen."""
+    the file chosen.  `median_by`: "agent" ranks the runs by BSM + agent's degradation where every run has it,
+    "bsm" by plain BSM's."""
     runs = [json.loads(Path(f).read_text()) for f in files]
-    agent = all("with_agent" in r for r in runs)  # rank every run by the same number
+    agent = median_by == "agent" and all("with_agent" in r for r in runs)  # rank every run by the same number
     order = sorted(range(len(runs)), key=lambda k: (runs[k]["with_agent"] if agent else runs[k])["degradation_pct"])
     median = order[(len(runs) - 1) // 2]
     dest = Path(dest)
@@ -134,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="write the numbers as JSON here")
     p.add_argument("--results", metavar="DEST",
                    help="write the first group's median run to DEST with every run's numbers (repeat_runs)")
+    p.add_argument("--median-by", choices=("agent", "bsm"), default="agent",
+                   help="--results' median by BSM + agent's degradation (where the runs have it) or plain BSM's")
     a = p.parse_args(argv)
     groups = {}
     for spec in a.groups:
@@ -148,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(a.out, json.dumps(groups, indent=1))
     if a.results:
-        print(f"\n{a.results}: {write_results(a.results, next(iter(groups.values()))['files'])} with repeat_runs")
+        chosen = write_results(a.results, next(iter(groups.values()))["files"], a.median_by)
+        print(f"\n{a.results}: {chosen} with repeat_runs")
     return 0
 
 

@@ -261,6 +261,8 @@ def test_costmodel_runs_results_writes_the_median_run_with_every_runs_numbers(tm
     assert rep["degradation_pct"] == [10.0, 20.0, 30.0] and rep["means"]["search_timings_degradation_pct"] == 40.0
     assert rep["with_agent"]["degradation_pct"] == [5.0, 1.0, 3.0] and rep["with_agent"]["means"]["degradation_pct"] == 3.0
     assert (dest.parent / "results.md").read_text() == "# run c\n"  # its report comes with it
+    assert costmodel_runs.main(["trees=" + ",".join(files), "--results", str(dest), "--median-by", "bsm"]) == 0
+    assert json.loads(dest.read_text())["search_speedup"] == 120.0  # run b: the median by BSM's degradation
 
 
 def test_costmodel_compare_extremes_split_the_mape_at_the_slow_rows(model_and_data):
