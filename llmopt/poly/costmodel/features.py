@@ -627,6 +627,22 @@ def _busiest_share(prog: Program, points: dict[str, np.ndarray] | None, loops: l
     return float(work.max(axis=1).sum() / size)
 
 
+def _balance(prog: Program) -> Callable[[int, tuple[str, ...]], float]:
+    """`_busiest_share` of computation k (by index) under its loops down to the parallel one, kept by exactly what it
+    reads: a search's children mostly change other loops.  The domain's points are found on the first question."""
+    points: dict[int, dict | None] = {}
+    shares: dict[tuple, float] = {}
+
+    def share(k: int, loops: tuple[str, ...]) -> float:
+        if (k, loops) not in shares:
+            if k not in points:
+                points[k] = _domain_points(prog, prog.statements[k])
+            shares[k, loops] = _busiest_share(prog, points[k], list(loops), len(loops) - 1)
+        return shares[k, loops]
+
+    return share
+
+
 _OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
               ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Lt: operator.lt, ast.LtE: operator.le,
               ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: operator.eq, ast.USub: operator.neg,
@@ -748,43 +764,36 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
     streams = [_streams(prog, s, m) for s, m in zip(prog.statements, maps, strict=True)]
     rereads = [s.write(set(prog.tensors)).tensor in {a.tensor for a in s.reads(set(prog.tensors))}
                for s in prog.statements]
-    made: dict[tuple, list[float]] = {}
-    busy: dict[tuple, float] = {}  # `_busiest_share` of a computation, kept like its vector
-    points: dict[int, dict | None] = {}  # `_domain_points` of each computation, made on the first question
-    shares: dict[tuple, float] = {}  # `_busiest_share` by what it reads: many children run a computation alike
+    made: dict[tuple, tuple[list[float], float]] = {}  # a computation's vector and its busiest thread's share
+    share = _balance(prog)
     deps: list = []  # the program's dependences, computed on the first question
     carried: dict[tuple, bool] = {}
     among: dict[frozenset, object] = {}  # the dependences among a loop's statements, per set of statements
     flags = _kept_flags(prog)
 
-    def comp(k: int, st: State) -> tuple:
-        """The key of computation `k`'s vector in `made` (and its share in `busy`), made if new."""
+    def comp(k: int, st: State) -> tuple[list[float], float]:
+        """Computation `k`'s vector and its busiest thread's share (`Tree.busy`), made if new."""
         name = prog.statements[k].name
         key = _comp_key(name, st)
         if key not in made:
             levels = flags(name, st[name])
-            made[key] = (_loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
-                         + (views(st, name, levels, k) if compiler_view
-                            else [0.0] * (COMP_FEATURES - PLAIN_FEATURES)))
-            level = _parallel_level(st, name, levels) if compiler_view else None
-            busy[key] = 1.0 if level is None else share(k, tuple(st[name].loops[: level + 1]))
-        return key
+            vector = _loop_vector(prog, st, name, levels) + static[k] + _locality_vector(levels, maps[k])
+            if not compiler_view:
+                made[key] = (vector + [0.0] * (COMP_FEATURES - PLAIN_FEATURES), 1.0)
+            else:
+                level = _parallel_level(st, name, levels)
+                made[key] = (vector + views(st, name, levels, k, level),
+                             1.0 if level is None else share(k, tuple(st[name].loops[: level + 1])))
+        return made[key]
 
-    def share(k: int, loops: tuple[str, ...]) -> float:
-        if (k, loops) not in shares:
-            if k not in points:
-                points[k] = _domain_points(prog, prog.statements[k])
-            shares[k, loops] = _busiest_share(prog, points[k], list(loops), len(loops) - 1)
-        return shares[k, loops]
-
-    def views(st: State, name: str, levels: list[dict], k: int) -> list[float]:
+    def views(st: State, name: str, levels: list[dict], k: int, level: int | None) -> list[float]:
         trips = _level_trips(prog, st, name, levels)
         along = _steps(levels, streams[k])
         spans = _spans(along, trips, streams[k])  # what the traffic and memory views both read
         return (_compiler_vector(prog, st, name, levels, maps[k], lambda n: _size(st, n),
                                  lambda names, level: _carries(st, names, level))
                 + _traffic_vector(levels, trips, streams[k], along, spans)
-                + _parallel_vector(_parallel_level(st, name, levels), trips) + _memory_vector(trips, spans)
+                + _parallel_vector(level, trips) + _memory_vector(trips, spans)
                 + _memory_vector(trips, spans, FILL_BYTES) + _invariance_vector(trips, along, rereads[k]))
 
     def _size(st: State, n: str) -> float:
@@ -804,9 +813,9 @@ def featurizer(prog: Program, compiler_view: bool = True) -> Callable[[State], T
         return carried[key]
 
     def tree(st: State, origin: Tree | None = None) -> Tree:
-        keys = [comp(k, st) for k in range(len(prog.statements))]
-        return Tree(np.array([made[key] for key in keys], dtype=np.float32), loop_tree(prog, st), origin,
-                    np.array([busy[key] for key in keys], dtype=np.float32) if compiler_view else None)
+        vectors, shares = zip(*(comp(k, st) for k in range(len(prog.statements))), strict=True)
+        return Tree(np.array(vectors, dtype=np.float32), loop_tree(prog, st), origin,
+                    np.array(shares, dtype=np.float32) if compiler_view else None)
 
     origin = tree(state(prog, Schedule()))  # its vectors are kept too: the children reuse them
     return lambda st: tree(st, origin)
